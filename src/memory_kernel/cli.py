@@ -1,0 +1,116 @@
+"""The ``memory-kernel`` command, for people."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memory_kernel.config import MemoryKernelConfig, StorageConfig
+from memory_kernel.errors import MemoryKernelError
+from memory_kernel.storage.database import Database
+from memory_kernel.storage.embedded import default_data_dir
+from memory_kernel.storage.url import redact_dsn
+
+app = typer.Typer(
+    name="memory-kernel",
+    help="Long-term memory for AI agents that stays clean.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+
+DsnOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dsn",
+        envvar="MEMORY_KERNEL_DSN",
+        help="PostgreSQL URL; without it the embedded server is used.",
+        show_default=False,
+    ),
+]
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Data directory of the embedded server.", show_default=False),
+]
+SchemaOption = Annotated[
+    str, typer.Option("--schema", envvar="MEMORY_KERNEL_SCHEMA", help="Postgres schema.")
+]
+
+
+def _storage(schema: str) -> StorageConfig:
+    return MemoryKernelConfig.from_mapping({"storage": {"schema_name": schema}}).storage
+
+
+def _fail(exc: MemoryKernelError) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {exc}")
+    return typer.Exit(code=1)
+
+
+@app.command()
+def doctor(
+    dsn: DsnOption = None,
+    data_dir: DataDirOption = None,
+    schema: SchemaOption = "memory_kernel",
+) -> None:
+    """Check the database: versions, schema revision, embedder, data directory."""
+
+    async def run() -> None:
+        database = await Database.open(dsn, _storage(schema), data_dir=data_dir)
+        try:
+            info = await database.server_info()
+            table = Table(title="memory-kernel doctor", show_header=False)
+            table.add_column("check", style="bold")
+            table.add_column("value")
+            server = database.server
+            where = f"embedded ({server.data_dir})" if server else redact_dsn(dsn or "")
+            table.add_row("database", where)
+            table.add_row("PostgreSQL", info.postgres_version)
+            table.add_row("pgvector", info.pgvector_version or "[red]missing[/]")
+            table.add_row("schema", f"{schema} @ revision {info.schema_revision}")
+            embedder = (
+                f"{info.embedder_name} (dim {info.embedder_dim})"
+                if info.embedder_name
+                else "none yet (recorded on first open)"
+            )
+            table.add_row("embedder", embedder)
+            table.add_row("default data dir", str(default_data_dir()))
+            console.print(table)
+            console.print("[green]ok[/]: the store is reachable and migrated")
+        finally:
+            await database.close()
+
+    try:
+        asyncio.run(run())
+    except MemoryKernelError as exc:
+        raise _fail(exc) from exc
+
+
+@app.command()
+def migrate(
+    dsn: DsnOption = None,
+    data_dir: DataDirOption = None,
+    schema: SchemaOption = "memory_kernel",
+) -> None:
+    """Create the pgvector extension if needed and migrate the schema to head."""
+
+    async def run() -> None:
+        database = await Database.open(dsn, _storage(schema), data_dir=data_dir)
+        try:
+            info = await database.server_info()
+        finally:
+            await database.close()
+        console.print(f"[green]migrated[/]: schema {schema} at revision {info.schema_revision}")
+
+    try:
+        asyncio.run(run())
+    except MemoryKernelError as exc:
+        raise _fail(exc) from exc
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

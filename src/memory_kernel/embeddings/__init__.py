@@ -1,0 +1,21 @@
+"""Embedders: the numpy-only default, a local sentence-transformers model, an HTTP API.
+
+Every embedder is used through ``embed_checked``, which turns its failures into
+``EmbedderError`` and rejects malformed vectors with ``InvalidVectorError``. The optional
+adapters import their heavy dependencies only when constructed.
+"""
+
+from __future__ import annotations
+
+from memory_kernel.embeddings.hashing import HashingEmbedder
+from memory_kernel.embeddings.http import OpenAICompatibleEmbedder
+from memory_kernel.embeddings.sentence_transformers import SentenceTransformerEmbedder
+from memory_kernel.embeddings.validation import embed_checked, validate_vectors
+
+__all__ = [
+    "HashingEmbedder",
+    "OpenAICompatibleEmbedder",
+    "SentenceTransformerEmbedder",
+    "embed_checked",
+    "validate_vectors",
+]

@@ -1,0 +1,148 @@
+"""``MemoryKernel``: the one facade. It opens the store, wires the parts and delegates."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from memory_kernel.config import MemoryKernelConfig
+from memory_kernel.embeddings import HashingEmbedder
+from memory_kernel.protocols import Clock, Embedder, SystemClock
+from memory_kernel.storage.database import Database, ServerInfo
+from memory_kernel.storage.embedded import EmbeddedServer
+
+__all__ = ["MemoryKernel"]
+
+_log = logging.getLogger(__name__)
+
+
+class MemoryKernel:
+    """Long-term memory for one or many agents, over PostgreSQL + pgvector.
+
+    Open it with ``async with MemoryKernel.open() as kernel:`` (or ``kernel = await
+    MemoryKernel.open()`` and ``await kernel.close()``). Without a DSN it starts an embedded
+    PostgreSQL with pgvector in a per-user data directory.
+    """
+
+    def __init__(
+        self,
+        *,
+        database: Database,
+        embedder: Embedder,
+        config: MemoryKernelConfig,
+        clock: Clock,
+    ) -> None:
+        self.config = config
+        self.embedder = embedder
+        self.clock = clock
+        self._db = database
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        dsn: str | None = None,
+        *,
+        embedder: Embedder | None = None,
+        config: MemoryKernelConfig | None = None,
+        data_dir: str | Path | None = None,
+        clock: Clock | None = None,
+    ) -> _Opening:
+        """Open a store: ``dsn`` (or ``MEMORY_KERNEL_DSN``), else the embedded server.
+
+        On open the pgvector extension is created if missing, the schema is migrated to
+        head, and the embedder is checked against the one the store was built with.
+        """
+        return _Opening(
+            cls,
+            dsn=dsn,
+            embedder=embedder,
+            config=config,
+            data_dir=None if data_dir is None else Path(data_dir),
+            clock=clock,
+        )
+
+    @property
+    def database(self) -> Database:
+        """The storage handle (for the library's own parts, benchmarks and the CLI)."""
+        return self._db
+
+    @property
+    def embedded_server(self) -> EmbeddedServer | None:
+        """The embedded server this kernel started, if it started one."""
+        return self._db.server
+
+    async def info(self) -> ServerInfo:
+        """PostgreSQL and pgvector versions, schema revision and the stored embedder."""
+        return await self._db.server_info()
+
+    async def close(self) -> None:
+        """Release the connections, and stop the embedded server if this kernel started it."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._db.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class _Opening:
+    """What ``MemoryKernel.open`` returns: await it, or use it as an async context manager."""
+
+    def __init__(self, cls: type[MemoryKernel], **options: Any) -> None:
+        self._cls = cls
+        self._options = options
+        self._kernel: MemoryKernel | None = None
+
+    def __await__(self) -> Generator[Any, None, MemoryKernel]:
+        return _open(self._cls, **self._options).__await__()
+
+    async def __aenter__(self) -> MemoryKernel:
+        self._kernel = await _open(self._cls, **self._options)
+        return self._kernel
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._kernel is not None:
+            await self._kernel.close()
+
+
+async def _open(
+    cls: type[MemoryKernel],
+    *,
+    dsn: str | None,
+    embedder: Embedder | None,
+    config: MemoryKernelConfig | None,
+    data_dir: Path | None,
+    clock: Clock | None,
+) -> MemoryKernel:
+    config = config or MemoryKernelConfig()
+    embedder = embedder or HashingEmbedder()
+    clock = clock or SystemClock()
+    database = await Database.open(dsn, config.storage, data_dir=data_dir)
+    try:
+        await database.bind_embedder(embedder.name, embedder.dim, clock.now())
+    except BaseException:
+        await database.close()
+        raise
+    _log.info(
+        "memory-kernel open",
+        extra={"schema": config.storage.schema_name, "embedded": database.server is not None},
+    )
+    return cls(database=database, embedder=embedder, config=config, clock=clock)

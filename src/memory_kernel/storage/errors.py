@@ -1,0 +1,59 @@
+"""Database errors mapped once into memory-kernel's own (advanced-alchemy's approach)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+
+from memory_kernel.errors import (
+    ConflictError,
+    ConnectionFailedError,
+    MemoryKernelError,
+    StorageError,
+    ValidationError,
+)
+
+__all__ = ["map_db_error", "translate_db_errors"]
+
+# SQLSTATE classes: https://www.postgresql.org/docs/current/errcodes-appendix.html
+_CONNECTION_STATES = ("08", "57P01", "57P02", "57P03", "53300", "28")
+_CONFLICT_STATES = ("40001", "40P01", "23505", "55P03")
+_BAD_INPUT_STATES = ("22", "23514", "23502")
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    orig = getattr(exc, "orig", None)
+    for candidate in (orig, getattr(orig, "__cause__", None), exc.__cause__):
+        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
+        if isinstance(code, str):
+            return code
+    return None
+
+
+def map_db_error(exc: BaseException) -> MemoryKernelError:
+    """The library error for a driver/SQLAlchemy error (the caller chains it with ``from``)."""
+    if isinstance(exc, MemoryKernelError):
+        return exc
+    state = _sqlstate(exc) or ""
+    message = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:500]
+    if state.startswith(_CONNECTION_STATES) or isinstance(
+        exc, (ConnectionError, OSError, InterfaceError)
+    ):
+        return ConnectionFailedError(f"database connection failed: {message}")
+    if isinstance(exc, OperationalError) and not state:
+        return ConnectionFailedError(f"database connection failed: {message}")
+    if state.startswith(_CONFLICT_STATES):
+        return ConflictError(f"concurrent change, retry: {message}")
+    if state.startswith(_BAD_INPUT_STATES):
+        return ValidationError(f"the database rejected the input: {message}")
+    return StorageError(f"database error ({state or type(exc).__name__}): {message}")
+
+
+@contextmanager
+def translate_db_errors() -> Iterator[None]:
+    try:
+        yield
+    except (SQLAlchemyError, DBAPIError, OSError) as exc:
+        raise map_db_error(exc) from exc

