@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from memory_kernel.config import MemoryKernelConfig, StorageConfig
-from memory_kernel.errors import MemoryKernelError
+from memory_kernel.errors import ConfigError, MemoryKernelError
 from memory_kernel.storage.database import Database
 from memory_kernel.storage.embedded import default_data_dir
 from memory_kernel.storage.url import redact_dsn
@@ -110,6 +110,37 @@ def migrate(
         asyncio.run(run())
     except MemoryKernelError as exc:
         raise _fail(exc) from exc
+
+
+@app.command("eval")
+def eval_(
+    suite: Annotated[str, typer.Argument(help="ku, dedup, admission, gate, stsb or locomo")],
+    data: Annotated[Path, typer.Option("--data", help="The data file of the suite.")],
+    embedder: Annotated[
+        str, typer.Option("--embedder", help="hashing, st or st:<model name or path>")
+    ] = "hashing",
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Also write the report as JSON here.")
+    ] = None,
+) -> None:
+    """Measure memory quality on an evaluation data set (see shared/eval/README.md)."""
+    from memory_kernel.eval.embedders import embedder_from_name
+    from memory_kernel.eval.report import print_report, write_json
+    from memory_kernel.eval.suites import load_suite
+
+    try:
+        runner = load_suite(suite)
+        chosen = embedder_from_name(embedder)
+        if not data.exists():
+            raise ConfigError(f"no such data file: {data}")
+        console.print(f"[dim]suite {suite} · embedder {chosen.name} · data {data}[/]")
+        report = asyncio.run(runner(data, chosen))
+    except MemoryKernelError as exc:
+        raise _fail(exc) from exc
+    print_report(report, console)
+    if json_path is not None:
+        write_json(report, json_path)
+        console.print(f"[dim]wrote {json_path}[/]")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,9 +8,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from memory_kernel.brain import Brain
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.embeddings import HashingEmbedder
+from memory_kernel.heart import Heart
+from memory_kernel.judges.base import Judge
 from memory_kernel.protocols import Clock, Embedder, SystemClock
+from memory_kernel.runtime import Runtime
 from memory_kernel.storage.database import Database, ServerInfo
 from memory_kernel.storage.embedded import EmbeddedServer
 
@@ -34,11 +38,19 @@ class MemoryKernel:
         embedder: Embedder,
         config: MemoryKernelConfig,
         clock: Clock,
+        judge: Judge | None = None,
     ) -> None:
         self.config = config
         self.embedder = embedder
         self.clock = clock
         self._db = database
+        self._runtime = Runtime(
+            db=database, embedder=embedder, clock=clock, config=config, judge=judge
+        )
+        #: Facts and episodes.
+        self.heart = Heart(self._runtime)
+        #: Decisions.
+        self.brain = Brain(self._runtime)
         self._closed = False
 
     @classmethod
@@ -50,6 +62,7 @@ class MemoryKernel:
         config: MemoryKernelConfig | None = None,
         data_dir: str | Path | None = None,
         clock: Clock | None = None,
+        judge: Judge | None = None,
     ) -> _Opening:
         """Open a store: ``dsn`` (or ``MEMORY_KERNEL_DSN``), else the embedded server.
 
@@ -63,6 +76,7 @@ class MemoryKernel:
             config=config,
             data_dir=None if data_dir is None else Path(data_dir),
             clock=clock,
+            judge=judge,
         )
 
     @property
@@ -131,6 +145,7 @@ async def _open(
     config: MemoryKernelConfig | None,
     data_dir: Path | None,
     clock: Clock | None,
+    judge: Judge | None,
 ) -> MemoryKernel:
     config = config or MemoryKernelConfig()
     embedder = embedder or HashingEmbedder()
@@ -145,4 +160,4 @@ async def _open(
         "memory-kernel open",
         extra={"schema": config.storage.schema_name, "embedded": database.server is not None},
     )
-    return cls(database=database, embedder=embedder, config=config, clock=clock)
+    return cls(database=database, embedder=embedder, config=config, clock=clock, judge=judge)

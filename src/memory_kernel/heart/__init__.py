@@ -1,0 +1,17 @@
+"""Heart: facts and episodes."""
+
+from __future__ import annotations
+
+from memory_kernel.heart.episodes import EpisodeService
+from memory_kernel.heart.facts import FactService
+from memory_kernel.runtime import Runtime
+
+__all__ = ["Heart"]
+
+
+class Heart:
+    """``kernel.heart``: ``facts`` and ``episodes``."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.facts = FactService(runtime)
+        self.episodes = EpisodeService(runtime)

@@ -1,0 +1,42 @@
+"""Base classes of the public models.
+
+Inputs raise :class:`memory_kernel.errors.ValidationError` (not pydantic's) so callers catch
+one error tree; outputs are frozen so nobody mistakes them for live rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic import ValidationError as PydanticValidationError
+
+from memory_kernel.errors import ValidationError
+
+__all__ = ["InputModel", "OutputModel"]
+
+
+class InputModel(BaseModel):
+    """A validated, frozen input; invalid data raises ``memory_kernel.errors.ValidationError``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except PydanticValidationError as exc:
+            raise ValidationError(_summary(exc)) from exc
+
+
+class OutputModel(BaseModel):
+    """A frozen result the library returns."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _summary(exc: PydanticValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "input"
+        parts.append(f"{where}: {error['msg']}")
+    return f"invalid {exc.title}: " + "; ".join(parts)
