@@ -116,7 +116,7 @@ async def test_promoted_agent_is_searched_in_its_own_hnsw_partition(
                     " AND embedding IS NOT NULL ORDER BY embedding <=> CAST(:q AS vector)"
                     " LIMIT 10"
                 ),
-                {"q": str(big[0].tolist())},
+                {"q": big[0]},
             )
         )
     assert f"{name}_hnsw" in plan, plan

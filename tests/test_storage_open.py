@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import uuid
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -59,7 +60,7 @@ async def test_same_dimension_other_name_is_also_refused(pg_dsn: str, drop_schem
 
 
 async def test_database_refuses_vectors_of_another_dimension(kernel: MemoryKernel) -> None:
-    wrong = "[" + ",".join(["0.1"] * 10) + "]"
+    wrong = np.full(10, 0.1, dtype=np.float32)
     with pytest.raises(ValidationError):
         async with kernel.database.transaction() as conn:
             await conn.execute(

@@ -7,6 +7,7 @@ work opens ``Database.transaction()``, which commits everything or nothing (inva
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import weakref
 from collections.abc import AsyncIterator
@@ -14,8 +15,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import select, text
+from pgvector.asyncpg import register_vector
+from sqlalchemy import event, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -28,6 +31,8 @@ from memory_kernel.storage.tables import PARTITIONED_TABLES, kernel_meta
 from memory_kernel.storage.url import normalise_dsn
 
 __all__ = ["Database", "ServerInfo"]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +93,17 @@ class Database:
                 },
             },
         )
-        return cls(engine, config, server)
+        database = cls(engine, config, server)
+        event.listen(engine.sync_engine, "connect", database._on_connect)
+        return database
+
+    def _on_connect(self, dbapi_connection: Any, _record: Any) -> None:
+        # Before the extension exists (first open) there is no type to register; the pool
+        # is disposed once it is created, so later connections get the codec.
+        try:
+            dbapi_connection.run_async(_register_vector)
+        except ValueError:
+            _log.debug("pgvector type not found yet; codec not registered")
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
@@ -122,6 +137,7 @@ class Database:
             try:
                 await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public"))
                 await conn.commit()
+                await self.engine.dispose()
             except Exception as exc:
                 mapped = map_db_error(exc)
                 raise ExtensionMissingError(
@@ -200,6 +216,10 @@ def _migration_lock() -> asyncio.Lock:
     if lock is None:
         lock = _locks[loop] = asyncio.Lock()
     return lock
+
+
+async def _register_vector(connection: Any) -> None:
+    await register_vector(connection)
 
 
 def _current_revision(connection: Connection, schema: str) -> str | None:

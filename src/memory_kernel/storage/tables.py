@@ -11,7 +11,6 @@ partition (searched exactly), large agents get a partition of their own with an 
 
 from __future__ import annotations
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     Boolean,
     CheckConstraint,
@@ -38,6 +37,7 @@ from memory_kernel.models.enums import (
     MemoryKind,
     Stakes,
 )
+from memory_kernel.storage.vector import Vector
 
 # Stable constraint names keep migrations reproducible (advanced-alchemy's convention).
 NAMING_CONVENTION = {

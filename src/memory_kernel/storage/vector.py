@@ -1,0 +1,31 @@
+"""pgvector columns in binary form.
+
+The pool's asyncpg connections get pgvector's binary codec on connect, so vectors cross the
+wire as float32 arrays instead of 384 numbers printed as text and parsed again. This column
+type hands numpy arrays straight to that codec (and back).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pgvector.sqlalchemy import VECTOR
+from sqlalchemy.engine import Dialect
+
+__all__ = ["Vector"]
+
+
+class Vector(VECTOR):
+    """``vector(dim)`` bound and returned as float32 numpy arrays."""
+
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> Any:
+        def process(value: Any) -> Any:
+            return None if value is None else np.asarray(value, dtype=np.float32)
+
+        return process
+
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Any:
+        return None  # the asyncpg codec already returns numpy arrays
