@@ -89,6 +89,11 @@ class Database:
                     # Placeholders until pgvector loads, then picked up by it.
                     "hnsw.ef_search": str(config.hnsw_ef_search),
                     "hnsw.iterative_scan": "relaxed_order",
+                    # Generic plans cannot prove a partial index's predicate and, with many
+                    # partitions, silently fall back to seq scan + sort: always plan per call.
+                    "plan_cache_mode": "force_custom_plan",
+                    # Parallel workers make the small per-agent scans 2-3x slower.
+                    "max_parallel_workers_per_gather": "0",
                     "application_name": "memory-kernel",
                 },
             },

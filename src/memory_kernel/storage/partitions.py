@@ -87,7 +87,16 @@ async def promote_agent(
             " INCLUDING GENERATED)"
         )
     )
-    await conn.execute(text(f"LOCK TABLE {table}_default IN ACCESS EXCLUSIVE MODE"))
+    # A CHECK matching the partition bound lets ATTACH skip scanning the new table.
+    await _execute_formatted(
+        conn,
+        "ALTER TABLE %I ADD CONSTRAINT %I CHECK (agent_id = %L)",
+        name,
+        f"{name}_agent",
+        agent_id,
+    )
+    # One statement moves the rows: exactly the rows deleted are the rows inserted, so a
+    # concurrent write can never fall between a copy and a delete.
     moved = await conn.execute(
         text(
             f"WITH gone AS (DELETE FROM {table}_default WHERE agent_id = :agent"  # noqa: S608
@@ -95,14 +104,9 @@ async def promote_agent(
         ),
         {"agent": agent_id},
     )
-    attach = await conn.scalar(
-        text(
-            "SELECT format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES IN (%L)',"
-            " CAST(:t AS text), CAST(:p AS text), CAST(:a AS text))"
-        ),
-        {"t": table, "p": name, "a": agent_id},
-    )
-    await conn.execute(text(str(attach)))
+    # Build the index and statistics before ATTACH: ATTACH takes an ACCESS EXCLUSIVE lock on
+    # the default partition (while it checks it holds no rows of this agent), and every
+    # small agent waits on that lock until commit — so keep the slow work before it.
     await conn.execute(
         text(
             f"CREATE INDEX {name}_hnsw ON {name} USING hnsw (embedding vector_cosine_ops)"
@@ -112,6 +116,9 @@ async def promote_agent(
     )
     # Fresh tables have no statistics; without them the planner ignores the new index.
     await conn.execute(text(f"ANALYZE {name}"))
+    await _execute_formatted(
+        conn, "ALTER TABLE %I ATTACH PARTITION %I FOR VALUES IN (%L)", table, name, agent_id
+    )
     await conn.execute(
         agent_partitions.insert().values(
             agent_id=agent_id,
@@ -123,6 +130,19 @@ async def promote_agent(
     )
     _log.info("promoted agent to a partition", extra={"table": table, "rows": moved.rowcount})
     return Promotion(table=table, agent_id=agent_id, partition=name, rows=moved.rowcount)
+
+
+async def _execute_formatted(conn: AsyncConnection, template: str, *args: str) -> None:
+    """Run DDL built by Postgres's own ``format()``: identifiers with %I, literals with %L.
+
+    DDL cannot take bound parameters, so quoting is left to the server rather than to us.
+    """
+    placeholders = ", ".join(f"CAST(:a{i} AS text)" for i in range(len(args)))
+    statement = await conn.scalar(
+        text(f"SELECT format(CAST(:template AS text), {placeholders})"),
+        {"template": template, **{f"a{i}": a for i, a in enumerate(args)}},
+    )
+    await conn.execute(text(str(statement)))
 
 
 def _check_table(table: str) -> None:
