@@ -9,10 +9,13 @@ from types import TracebackType
 from typing import Any, Self
 
 from memory_kernel.brain import Brain
+from memory_kernel.cognitive.hooks import CognitiveLayer
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.embeddings import HashingEmbedder
 from memory_kernel.heart import Heart
 from memory_kernel.judges.base import Judge
+from memory_kernel.models.decisions import GateStats
+from memory_kernel.models.turns import TurnContext, TurnHandle, TurnInput, TurnOutcome, TurnResult
 from memory_kernel.protocols import Clock, Embedder, SystemClock
 from memory_kernel.runtime import Runtime
 from memory_kernel.storage.database import Database, ServerInfo
@@ -51,6 +54,7 @@ class MemoryKernel:
         self.heart = Heart(self._runtime)
         #: Decisions.
         self.brain = Brain(self._runtime)
+        self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain)
         self._closed = False
 
     @classmethod
@@ -78,6 +82,18 @@ class MemoryKernel:
             clock=clock,
             judge=judge,
         )
+
+    async def pre_turn(self, turn: TurnInput) -> TurnContext:
+        """Before the LLM call: start/reuse the episode, maybe deliberate, build the context."""
+        return await self._cognitive.pre_turn(turn)
+
+    async def post_turn(self, turn: TurnHandle, outcome: TurnOutcome) -> TurnResult:
+        """After the LLM call: record the decision through the gate, update the episode."""
+        return await self._cognitive.post_turn(turn, outcome)
+
+    def stats(self) -> GateStats:
+        """Counters of the decision gate since open: what each layer rejected and why."""
+        return self._cognitive.stats()
 
     @property
     def database(self) -> Database:
@@ -160,4 +176,5 @@ async def _open(
         "memory-kernel open",
         extra={"schema": config.storage.schema_name, "embedded": database.server is not None},
     )
-    return cls(database=database, embedder=embedder, config=config, clock=clock, judge=judge)
+    kernel = cls(database=database, embedder=embedder, config=config, clock=clock, judge=judge)
+    return kernel

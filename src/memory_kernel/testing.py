@@ -1,18 +1,23 @@
-"""Fakes for your own tests (httpx-style): a clock you move by hand and an embedder you can
-break on purpose. They are real implementations of the protocols, just controllable."""
+"""Fakes for your own tests (httpx-style): a clock you move by hand, an embedder you can
+break on purpose and a judge that answers from a script. They are real implementations of
+the protocols, just controllable."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 
 from memory_kernel.embeddings import HashingEmbedder
+from memory_kernel.errors import JudgeError
+from memory_kernel.judges.base import AdmissionRequest
 from memory_kernel.protocols import FloatMatrix
 
-__all__ = ["FakeEmbedder", "FrozenClock"]
+__all__ = ["FakeEmbedder", "FrozenClock", "ScriptedJudge"]
 
 
 class FrozenClock:
@@ -67,3 +72,55 @@ class FakeEmbedder:
         if self.fail is not None:
             raise self.fail
         return np.asarray(await self._inner.embed(texts), dtype=np.float32)
+
+
+class ScriptedJudge:
+    """A judge that answers from a script and records what it was asked.
+
+    Each request of a batch takes the next item of ``answers``:
+
+    * an ``AdmissionVerdict`` or a mapping in its JSON shape is returned as the answer (a
+      mapping is returned as is, so an invalid one is "garbage" the caller must reject);
+    * a callable is called with the ``AdmissionRequest`` and its result used instead (to
+      point at candidate ids only known at run time);
+    * a ``JudgeError`` fills that slot (that item failed); any other exception is raised
+      (the whole batch failed);
+    * anything else (a string, ``None``...) is returned as is: garbage.
+
+    ``fail`` makes every call raise, ``delay_s`` makes calls sleep first (a "hang" for
+    timeout tests). ``requests`` lists every request received; a spent script answers
+    ``JudgeError``.
+    """
+
+    def __init__(self, answers: Iterable[object] = (), *, name: str = "scripted") -> None:
+        self._script: deque[object] = deque(answers)
+        self._name = name
+        self.requests: list[AdmissionRequest] = []
+        self.fail: BaseException | None = None
+        self.delay_s = 0.0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def add(self, *answers: object) -> None:
+        """Append answers to the script."""
+        self._script.extend(answers)
+
+    async def admit(self, requests: Sequence[AdmissionRequest]) -> Sequence[Any]:
+        self.requests.extend(requests)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.fail is not None:
+            raise self.fail
+        return [self._next(request) for request in requests]
+
+    def _next(self, request: AdmissionRequest) -> object:
+        if not self._script:
+            return JudgeError("ScriptedJudge: the script has no answer left")
+        item = self._script.popleft()
+        if callable(item) and not isinstance(item, type):
+            item = item(request)
+        if isinstance(item, BaseException) and not isinstance(item, JudgeError):
+            raise item
+        return item

@@ -1,0 +1,125 @@
+"""Layer 3, the quality gate at finalize: pure rules over the final description.
+
+Four rules, from the seed's review of noisy decisions (first match wins):
+
+1. ``too_short`` — fewer than ``min_chars`` characters after strip: no room for a decision.
+2. ``placeholder_confidence`` — confidence is still the 0.5 placeholder of ``start()`` while
+   the stakes are high or critical: a high-stakes decision nobody actually weighed.
+3. ``chat_prefix`` — it opens like chat ("Done", "On it", "Here's", "Got it", "Sure",
+   "Okay", "Alright", "Working on", "Let me"…). "I'll" is chat only when a progress verb
+   follows ("I'll check…", "I'll start…"): "I'll schedule the backfill for Saturday" is a
+   commitment, and rejecting every "I'll" would drop real decisions.
+4. ``error_template`` — it contains the agent runtime's error template.
+
+Prefixes match whole words ("sure" does not fire on "surely"), after curly apostrophes
+are straightened.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory_kernel.models.decisions import PLACEHOLDER_CONFIDENCE, GateRule, GateVerdict
+from memory_kernel.models.enums import Stakes
+
+__all__ = ["CHAT_PREFIXES", "ERROR_TEMPLATE", "PROGRESS_VERBS", "check_quality", "normalise"]
+
+CHAT_PREFIXES = (
+    "done",
+    "on it",
+    "here's",
+    "here is",
+    "here are",
+    "got it",
+    "sure",
+    "okay",
+    "ok",
+    "alright",
+    "all right",
+    "working on",
+    "let me",
+)
+# After "I'll" / "I will" these announce what the agent is about to do next, not a choice.
+PROGRESS_VERBS = (
+    "start",
+    "begin",
+    "check",
+    "look",
+    "take a look",
+    "get",
+    "see",
+    "try",
+    "dig",
+    "investigate",
+    "review",
+    "read",
+    "report",
+    "follow up",
+    "keep",
+    "let you know",
+    "get back",
+    "continue",
+    "work",
+    "go ahead",
+    "handle",
+    "help",
+    "be",
+    "do",
+    "now",
+    "first",
+    "summarize",
+    "explain",
+)
+ERROR_TEMPLATE = "encountered an error processing your request"
+
+_HIGH_STAKES = frozenset({Stakes.HIGH, Stakes.CRITICAL})
+
+
+def _alternation(phrases: tuple[str, ...]) -> str:
+    return "|".join(re.escape(p) for p in sorted(phrases, key=len, reverse=True))
+
+
+_CHAT = re.compile(rf"^(?:{_alternation(CHAT_PREFIXES)})(?!\w)")
+_ILL_PROGRESS = re.compile(rf"^i(?:'ll| will) (?:{_alternation(PROGRESS_VERBS)})(?!\w)")
+
+
+def normalise(text: str) -> str:
+    """Lowercase, straight apostrophes, single spaces: what the phrase rules match on."""
+    text = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
+    return " ".join(text.split())
+
+
+def chat_prefix(description: str) -> str | None:
+    """The chat prefix ``description`` opens with, or ``None``."""
+    text = normalise(description).lstrip(" \"'*_-#>")
+    match = _CHAT.match(text) or _ILL_PROGRESS.match(text)
+    return match.group(0) if match else None
+
+
+def check_quality(
+    description: str, *, confidence: float, stakes: Stakes, min_chars: int
+) -> GateVerdict:
+    """The quality gate's verdict on a decision about to be finalized."""
+    stripped = description.strip()
+    if len(stripped) < min_chars:
+        return GateVerdict(
+            passed=False,
+            rule=GateRule.TOO_SHORT,
+            reason=f"description has {len(stripped)} characters, fewer than {min_chars}",
+        )
+    if confidence == PLACEHOLDER_CONFIDENCE and stakes in _HIGH_STAKES:
+        return GateVerdict(
+            passed=False,
+            rule=GateRule.PLACEHOLDER_CONFIDENCE,
+            reason=f"{stakes.value}-stakes decision still has the placeholder confidence",
+        )
+    prefix = chat_prefix(stripped)
+    if prefix is not None:
+        return GateVerdict(
+            passed=False, rule=GateRule.CHAT_PREFIX, reason=f"opens like chat: {prefix!r}"
+        )
+    if ERROR_TEMPLATE in normalise(stripped):
+        return GateVerdict(
+            passed=False, rule=GateRule.ERROR_TEMPLATE, reason="contains the error template"
+        )
+    return GateVerdict(passed=True)

@@ -1,0 +1,187 @@
+"""SQL for decisions. Functions take a connection and never commit (the caller owns the
+unit of work); every statement filters by ``agent_id`` (invariant 1, partition pruning)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import bindparam, select, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memory_kernel.brain.dedup import RecentDecision
+from memory_kernel.errors import NotFoundError
+from memory_kernel.models.decisions import Decision
+from memory_kernel.models.enums import Stakes
+from memory_kernel.storage.search import AnyRow
+from memory_kernel.storage.tables import decisions
+
+__all__ = [
+    "as_vector",
+    "get",
+    "get_for_update",
+    "insert",
+    "lock_session",
+    "recent",
+    "recent_for_dedup",
+    "to_decision",
+    "update",
+]
+
+_COLUMNS = [c for c in decisions.c if c.name not in ("embedding", "search_tsv")]
+
+
+def as_vector(value: Any) -> npt.NDArray[np.float32] | None:
+    """A stored vector as float32 numpy (the driver may hand back pgvector's ``Vector``)."""
+    if value is None:
+        return None
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def to_decision(row: AnyRow) -> Decision:
+    return Decision(
+        id=row.id,
+        agent_id=row.agent_id,
+        session_id=row.session_id,
+        episode_id=row.episode_id,
+        description=row.description,
+        reasoning=row.reasoning,
+        confidence=row.confidence,
+        stakes=Stakes(row.stakes),
+        category=row.category,
+        outcome=row.outcome,
+        frame=row.frame,
+        active=row.active,
+        finalized=row.finalized,
+        rejection_reason=row.rejection_reason,
+        metadata=dict(row.metadata),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def lock_session(conn: AsyncConnection, *, agent_id: str, session_id: str) -> None:
+    """Serialise dedup-then-write per (agent, session) until the transaction ends, so two
+    concurrent starts cannot both see "no duplicate" and both insert."""
+    await conn.execute(
+        text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+        {"key": f"mk-decision:{agent_id}:{session_id}"},
+    )
+
+
+# Hot statements are built once with bound parameters: building a Core statement per call
+# costs more Python time than the database spends running it (benchmarks/hooks.py).
+_INSERT = decisions.insert().returning(*_COLUMNS)
+_GET = select(*_COLUMNS).where(
+    decisions.c.agent_id == bindparam("agent_id"), decisions.c.id == bindparam("decision_id")
+)
+_GET_FOR_UPDATE = (
+    select(*_COLUMNS, decisions.c.embedding)
+    .where(
+        decisions.c.agent_id == bindparam("agent_id"), decisions.c.id == bindparam("decision_id")
+    )
+    .with_for_update()
+)
+_RECENT_FOR_DEDUP = (
+    select(decisions.c.id, decisions.c.description, decisions.c.embedding)
+    .where(
+        decisions.c.agent_id == bindparam("agent_id"),
+        decisions.c.session_id == bindparam("session_id"),
+        decisions.c.active.is_(True),
+        decisions.c.created_at > bindparam("since"),
+        decisions.c.id != bindparam("exclude"),
+    )
+    .order_by(decisions.c.created_at.desc(), decisions.c.id)
+    .limit(bindparam("limit"))
+)
+# No row has the nil UUID as id, so "exclude nothing" needs no second statement.
+_NO_ID = uuid.UUID(int=0)
+
+
+async def insert(conn: AsyncConnection, values: Mapping[str, Any]) -> Decision:
+    row = (await conn.execute(_INSERT, dict(values))).one()
+    return to_decision(row)
+
+
+async def get(conn: AsyncConnection, *, agent_id: str, decision_id: uuid.UUID) -> Decision:
+    row = (await conn.execute(_GET, {"agent_id": agent_id, "decision_id": decision_id})).first()
+    if row is None:
+        raise NotFoundError(f"no decision {decision_id} for agent {agent_id!r}")
+    return to_decision(row)
+
+
+async def get_for_update(
+    conn: AsyncConnection, *, agent_id: str, decision_id: uuid.UUID
+) -> tuple[Decision, Any]:
+    """The decision and its stored vector, row-locked for the rest of the transaction."""
+    params = {"agent_id": agent_id, "decision_id": decision_id}
+    row = (await conn.execute(_GET_FOR_UPDATE, params)).first()
+    if row is None:
+        raise NotFoundError(f"no decision {decision_id} for agent {agent_id!r}")
+    return to_decision(row), as_vector(row.embedding)
+
+
+async def update(
+    conn: AsyncConnection, *, agent_id: str, decision_id: uuid.UUID, values: Mapping[str, Any]
+) -> Decision:
+    row = (
+        await conn.execute(
+            decisions.update()
+            .where(decisions.c.agent_id == agent_id, decisions.c.id == decision_id)
+            .values(**values)
+            .returning(*_COLUMNS)
+        )
+    ).one()
+    return to_decision(row)
+
+
+def _recent_query(
+    *, agent_id: str, session_id: str | None, since: datetime, limit: int, columns: list[Any]
+) -> Any:
+    stmt = select(*columns).where(
+        decisions.c.agent_id == agent_id,
+        decisions.c.active.is_(True),
+        decisions.c.created_at > since,
+    )
+    if session_id is not None:
+        stmt = stmt.where(decisions.c.session_id == session_id)
+    return stmt.order_by(decisions.c.created_at.desc(), decisions.c.id).limit(limit)
+
+
+async def recent(
+    conn: AsyncConnection, *, agent_id: str, since: datetime, limit: int, session_id: str | None
+) -> list[Decision]:
+    stmt = _recent_query(
+        agent_id=agent_id, session_id=session_id, since=since, limit=limit, columns=_COLUMNS
+    )
+    return [to_decision(r) for r in await conn.execute(stmt)]
+
+
+async def recent_for_dedup(
+    conn: AsyncConnection,
+    *,
+    agent_id: str,
+    session_id: str,
+    since: datetime,
+    limit: int,
+    exclude: uuid.UUID | None = None,
+) -> list[RecentDecision]:
+    """Active decisions of the session in the window, with their vectors."""
+    params = {
+        "agent_id": agent_id,
+        "session_id": session_id,
+        "since": since,
+        "exclude": exclude or _NO_ID,
+        "limit": limit,
+    }
+    rows = await conn.execute(_RECENT_FOR_DEDUP, params)
+    return [
+        RecentDecision(id=r.id, description=r.description, embedding=as_vector(r.embedding))
+        for r in rows
+    ]

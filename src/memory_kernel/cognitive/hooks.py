@@ -1,0 +1,303 @@
+"""The two hooks an agent framework calls around each LLM turn.
+
+``pre_turn(TurnInput) -> TurnContext`` — one transaction:
+
+1. pick the frame (``frames.select_frame``: the host's frame, else a tiny default);
+2. start or reuse the session's episode (``heart.episodes.start_in``, with its own dedup);
+3. if the frame deliberates (``auto_deliberation_frames``, default decision/debug), start a
+   deliberation described by the user's message — **layer 2** may find it a duplicate of a
+   recent decision of the session, and then none is started;
+4. return the turn's context (filled in by the context engine) and the ``TurnHandle``.
+
+``post_turn(TurnHandle, TurnOutcome) -> TurnResult`` — one transaction, all or nothing:
+
+1. ``record_decision`` tool results are recorded explicitly (``brain.record`` path, any
+   frame, no filter); a deliberation of the same turn is then abandoned, so the decision is
+   not stored twice;
+2. otherwise **layer 1** (``informational.classify_response``) looks at the response: if it
+   is informational (status, transition, report…) the deliberation is abandoned
+   (soft-deleted with ``informational: <family>``);
+3. otherwise the decision is drafted from the response (``draft.draft_decision``) and
+   finalized through **layer 3** (the quality gate) and layer 2 again on the final text;
+4. the episode records the turn — also when no decision was recorded.
+
+Locks are always taken in the same order — the session's decision lock, then episode
+rows — so concurrent turns of one session cannot deadlock. Counters are updated only
+after commit. Embeddings are computed before a transaction opens.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memory_kernel.brain import Brain
+from memory_kernel.brain.deliberation import FinalizeResult, StartResult
+from memory_kernel.brain.stats import Layer
+from memory_kernel.cognitive.draft import draft_decision, summarise_message
+from memory_kernel.cognitive.frames import deliberates, select_frame
+from memory_kernel.cognitive.informational import (
+    RECORD_DECISION_TOOL,
+    InformationalVerdict,
+    classify_response,
+)
+from memory_kernel.errors import ValidationError
+from memory_kernel.heart import Heart
+from memory_kernel.models.decisions import Decision, DecisionInput, GateStats
+from memory_kernel.models.enums import Stakes
+from memory_kernel.models.episodes import EpisodeInput, EpisodeStart
+from memory_kernel.models.turns import (
+    SkipReason,
+    TurnContext,
+    TurnHandle,
+    TurnInput,
+    TurnOutcome,
+    TurnReport,
+    TurnResult,
+)
+from memory_kernel.runtime import Runtime
+
+__all__ = ["CognitiveLayer"]
+
+_log = logging.getLogger(__name__)
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    description: str
+    reasoning: str | None
+    vector: Vector | None = None
+
+
+_LAYER_NUMBER = {
+    Layer.NOT_DELIBERATED: 1,
+    Layer.INFORMATIONAL: 1,
+    Layer.DUPLICATE: 2,
+    Layer.QUALITY_GATE: 3,
+}
+_SKIP = {
+    Layer.NOT_DELIBERATED: SkipReason.NOT_DELIBERATED,
+    Layer.INFORMATIONAL: SkipReason.INFORMATIONAL,
+    Layer.DUPLICATE: SkipReason.DUPLICATE,
+    Layer.QUALITY_GATE: SkipReason.QUALITY_GATE,
+    Layer.EXPLICIT: SkipReason.EXPLICIT,
+}
+
+
+def _stakes(signals: dict[str, object]) -> Stakes:
+    value = signals.get("stakes")
+    try:
+        return Stakes(str(value)) if value is not None else Stakes.MEDIUM
+    except ValueError:
+        return Stakes.MEDIUM
+
+
+def explicit_decisions(turn: TurnHandle, outcome: TurnOutcome) -> list[DecisionInput]:
+    """The decisions of the turn's successful ``record_decision`` tool calls."""
+    found = []
+    for result in outcome.tool_results:
+        if result.tool_name.casefold() != RECORD_DECISION_TOOL or result.is_error:
+            continue
+        args = dict(result.arguments)
+        description = args.pop("description", None) or result.output
+        if not isinstance(description, str) or not description.strip():
+            raise ValidationError("a record_decision tool result carries no description")
+        known = {k: args[k] for k in ("reasoning", "confidence", "stakes", "category") if k in args}
+        found.append(
+            DecisionInput(
+                agent_id=turn.agent_id,
+                session_id=turn.session_id,
+                description=description,
+                frame=turn.frame,
+                episode_id=turn.episode_id,
+                **known,
+            )
+        )
+    return found
+
+
+class CognitiveLayer:
+    """``pre_turn`` / ``post_turn`` over the Heart (episodes) and the Brain (decisions)."""
+
+    def __init__(self, runtime: Runtime, heart: Heart, brain: Brain) -> None:
+        self._rt = runtime
+        self._heart = heart
+        self._brain = brain
+
+    def stats(self) -> GateStats:
+        return self._brain.counters.snapshot()
+
+    async def pre_turn(self, turn: TurnInput) -> TurnContext:
+        """Start or reuse the episode, maybe start a deliberation, return the context."""
+        frame = select_frame(turn)
+        deliberate = deliberates(frame, self._rt.config.brain.auto_deliberation_frames)
+        # The summary is at most 200 characters, well inside a decision description.
+        description = summarise_message(turn.message)
+        vector = await self._brain.embed_or_none(description) if deliberate else None
+        async with self._rt.db.transaction() as conn:
+            episode, started = await self._begin(
+                conn, turn, frame, description, vector, deliberate=deliberate
+            )
+        self._observe_start(turn, frame, started)
+        handle = TurnHandle(
+            agent_id=turn.agent_id,
+            session_id=turn.session_id,
+            episode_id=episode.episode.id,
+            decision_id=None if started is None else started.decision_id,
+            frame=frame,
+            started_at=self._rt.clock.now(),
+            duplicate_of=None if started is None else started.dedup.duplicate_of,
+        )
+        report = TurnReport(
+            frame=frame,
+            episode_reused=episode.deduplicated,
+            deliberation_started=handle.decision_id is not None,
+        )
+        return TurnContext(text="", report=report, turn=handle)
+
+    async def _begin(
+        self,
+        conn: AsyncConnection,
+        turn: TurnInput,
+        frame: str,
+        description: str,
+        vector: Vector | None,
+        *,
+        deliberate: bool,
+    ) -> tuple[EpisodeStart, StartResult | None]:
+        """pre_turn's writes: the session lock first (see the lock order above), the episode,
+        then the deliberation."""
+        if deliberate:
+            await self._brain.lock_session_in(
+                conn, agent_id=turn.agent_id, session_id=turn.session_id
+            )
+        episode = await self._heart.episodes.start_in(
+            conn,
+            EpisodeInput(agent_id=turn.agent_id, session_id=turn.session_id, summary=description),
+        )
+        if not deliberate:
+            return episode, None
+        started = await self._brain.start_in(
+            conn,
+            agent_id=turn.agent_id,
+            session_id=turn.session_id,
+            description=description,
+            embedding=vector,
+            episode_id=episode.episode.id,
+            frame=frame,
+            stakes=_stakes(turn.signals),
+            session_locked=True,
+        )
+        return episode, started
+
+    def _observe_start(self, turn: TurnInput, frame: str, started: StartResult | None) -> None:
+        if started is None:
+            self._brain.counters.reject(
+                Layer.NOT_DELIBERATED,
+                f"frame: {frame}",
+                agent_id=turn.agent_id,
+                session_id=turn.session_id,
+            )
+            return
+        self._brain.observe_start(started, agent_id=turn.agent_id, session_id=turn.session_id)
+
+    async def post_turn(self, turn: TurnHandle, outcome: TurnOutcome) -> TurnResult:
+        """Record what the turn decided (through the gate) and update the episode, atomically."""
+        explicit_inputs = explicit_decisions(turn, outcome)
+        verdict = classify_response(
+            outcome.response_text,
+            frame=turn.frame,
+            tool_names=[t.tool_name for t in outcome.tool_results],
+            deliberation_frames=self._rt.config.brain.auto_deliberation_frames,
+        )
+        finalize = (
+            turn.decision_id is not None and not explicit_inputs and not verdict.informational
+        )
+        draft = _Draft(*draft_decision(outcome)) if finalize else None
+        texts = [d.description for d in explicit_inputs] + ([draft.description] if draft else [])
+        vectors = await self._brain.embed_all_or_none(texts)
+        if draft is not None:
+            draft = _Draft(draft.description, draft.reasoning, vectors.pop())
+        async with self._rt.db.transaction() as conn:
+            await self._brain.lock_session_in(
+                conn, agent_id=turn.agent_id, session_id=turn.session_id
+            )
+            explicit = [
+                await self._brain.record_in(conn, d, embedding=v)
+                for d, v in zip(explicit_inputs, vectors, strict=True)
+            ]
+            result = await self._settle(conn, turn, outcome, verdict, draft)
+            # Last, so a bad episode id fails the turn after every other write (all roll back).
+            await self._heart.episodes.record_turn_in(
+                conn, agent_id=turn.agent_id, episode_id=turn.episode_id
+            )
+        return self._observe_post(turn, explicit, result)
+
+    async def _settle(
+        self,
+        conn: AsyncConnection,
+        turn: TurnHandle,
+        outcome: TurnOutcome,
+        verdict: InformationalVerdict,
+        draft: _Draft | None,
+    ) -> FinalizeResult | None:
+        """Finalize or abandon the turn's deliberation; ``None`` when there was none."""
+        if turn.decision_id is None:
+            return None
+        if draft is None:
+            layer, reason = (
+                (Layer.INFORMATIONAL, str(verdict.family))
+                if verdict.informational
+                else (Layer.EXPLICIT, RECORD_DECISION_TOOL)
+            )
+            return await self._brain.abandon_in(
+                conn, turn.decision_id, agent_id=turn.agent_id, layer=layer, reason=reason
+            )
+        return await self._brain.finalize_in(
+            conn,
+            turn.decision_id,
+            agent_id=turn.agent_id,
+            description=draft.description,
+            embedding=draft.vector,
+            reasoning=draft.reasoning,
+            confidence=outcome.decision_confidence,
+            stakes=outcome.decision_stakes,
+            session_locked=True,
+        )
+
+    def _observe_post(
+        self, turn: TurnHandle, explicit: list[Decision], result: FinalizeResult | None
+    ) -> TurnResult:
+        counters = self._brain.counters
+        counters.turns += 1
+        counters.recorded_explicit += len(explicit)
+        if result is not None and result.layer is not Layer.EXPLICIT:
+            self._brain.observe_finalize(
+                result,
+                agent_id=turn.agent_id,
+                session_id=turn.session_id,
+                decision_id=turn.decision_id,
+            )
+        reason: str | None
+        if result is None:
+            layer = Layer.NOT_DELIBERATED if turn.duplicate_of is None else Layer.DUPLICATE
+            reason = f"frame: {turn.frame}" if turn.duplicate_of is None else "at start"
+        elif result.decision is not None:
+            return TurnResult(
+                episode_id=turn.episode_id, decision=result.decision, explicit=explicit
+            )
+        else:
+            layer, reason = result.layer or Layer.QUALITY_GATE, result.reason
+        return TurnResult(
+            episode_id=turn.episode_id,
+            explicit=explicit,
+            skipped=_SKIP[layer],
+            layer=_LAYER_NUMBER.get(layer),
+            reason=reason,
+        )

@@ -1,0 +1,264 @@
+"""``ChatJudge``: a judge backed by any OpenAI-compatible ``POST /chat/completions``.
+
+Works with OpenAI and with local servers that copy its API (vLLM, llama.cpp, Ollama,
+LiteLLM...). Needs ``httpx``: ``pip install 'memory-kernel[openai]'``.
+
+Every kind of question goes through one generic, batched :meth:`ChatJudge.complete_json`:
+a system prompt, one user prompt per item, and a pydantic model the JSON answer must fit.
+Items are asked concurrently (bounded) and fail one by one: a slot holds a ``JudgeError``
+when its call failed, timed out, or answered something that does not validate. Transport
+errors, timeouts, HTTP 429 and 5xx are retried with exponential backoff; other 4xx are not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+import pydantic
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from memory_kernel.errors import ConfigError, JudgeError
+from memory_kernel.judges.base import AdmissionRequest, AdmissionVerdict
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["ADMISSION_SYSTEM_PROMPT", "ChatJudge", "admission_prompt"]
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+
+# Backoff between attempts: 0.2 s, 0.4 s... capped; a judge is off the hot path.
+_WAIT_FIRST = 0.2
+_WAIT_MAX = 4.0
+_SNIPPET = 200
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+# Items of a run shown to the model; counts are always given in full.
+_MAX_LISTED = 20
+
+ADMISSION_SYSTEM_PROMPT = """\
+You decide whether a finished agent run enters a long-term knowledge base of runs.
+You see the new run and up to three similar runs already in the knowledge base.
+Answer with one JSON object and nothing else:
+{"decision": "ADD|NOT|REPLACE|MERGE", "target_run_id": "<run_id or null>", "reason": "<short>"}
+- ADD: the new run adds valuable, non-redundant information.
+- NOT: the new run is redundant (near-identical to a stored run, same outcome, nothing new).
+- REPLACE: the new run is a better version of one stored run (e.g. same task, the old one
+  failed and the new one succeeded); target_run_id is the run it replaces.
+- MERGE: the new run is similar but complementary to one stored run (e.g. both succeeded
+  with different references or approaches); target_run_id is that run.
+target_run_id must be one of the run_ids shown, and is required for REPLACE and MERGE."""
+
+
+class _Message(pydantic.BaseModel):
+    content: str | None = None
+
+
+class _Choice(pydantic.BaseModel):
+    message: _Message
+
+
+class _Completion(pydantic.BaseModel):
+    choices: list[_Choice] = pydantic.Field(min_length=1)
+
+
+class _Retryable(Exception):
+    """A 429/5xx answer: the server may recover, so the request is tried again."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"HTTP {status} {reason}")
+
+
+def _listed(items: Sequence[str]) -> dict[str, Any]:
+    return {"count": len(items), "items": list(items[:_MAX_LISTED])}
+
+
+def admission_prompt(request: AdmissionRequest) -> str:
+    """The user message for one admission request (JSON, so summaries cannot break it)."""
+    run = request.run
+    payload = {
+        "new_run": {
+            "summary": run.summary,
+            "outcome": run.outcome,
+            "references": _listed(run.references),
+            "artifacts": _listed(run.artifacts),
+        },
+        "similar_runs": [
+            {
+                "run_id": str(c.id),
+                "similarity": round(c.similarity, 3),
+                "summary": c.summary,
+                "outcome": c.outcome,
+                "references": _listed(c.references),
+                "artifacts": _listed(c.artifacts),
+            }
+            for c in request.candidates
+        ],
+    }
+    return json.dumps(payload, ensure_ascii=False, indent=1)
+
+
+class ChatJudge:
+    """A judge that asks ``model`` at ``{base_url}/chat/completions``.
+
+    ``timeout`` bounds each HTTP attempt, ``max_retries`` counts the extra attempts,
+    ``max_concurrency`` the items of a batch asked at once. ``json_mode`` sends
+    ``response_format={"type": "json_object"}`` (turn it off for servers that refuse it).
+    Use it as an async context manager, or call ``aclose()``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        max_concurrency: int = 4,
+        temperature: float = 0.0,
+        json_mode: bool = True,
+    ) -> None:
+        try:
+            import httpx
+        except ImportError as exc:
+            raise ConfigError("ChatJudge needs httpx: pip install 'memory-kernel[openai]'") from exc
+        if timeout <= 0 or max_retries < 0 or max_concurrency < 1:
+            raise ConfigError(
+                "ChatJudge needs timeout > 0, max_retries >= 0 and max_concurrency >= 1; got "
+                f"timeout={timeout}, max_retries={max_retries}, max_concurrency={max_concurrency}"
+            )
+        self._httpx = httpx
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._model = model
+        self._api_key = api_key
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._max_concurrency = max_concurrency
+        self._temperature = temperature
+        self._json_mode = json_mode
+        # Created on first use so the client belongs to the event loop that uses it.
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def name(self) -> str:
+        return f"chat:{self._model}"
+
+    async def admit(
+        self, requests: Sequence[AdmissionRequest]
+    ) -> Sequence[AdmissionVerdict | JudgeError]:
+        prompts = [admission_prompt(r) for r in requests]
+        return await self.complete_json(ADMISSION_SYSTEM_PROMPT, prompts, AdmissionVerdict)
+
+    async def complete_json(
+        self, system: str, prompts: Sequence[str], schema: type[M]
+    ) -> list[M | JudgeError]:
+        """One answer per prompt, validated by ``schema``; failed items hold a JudgeError."""
+        gate = asyncio.Semaphore(self._max_concurrency)
+
+        async def one(prompt: str) -> M | JudgeError:
+            async with gate:
+                try:
+                    return self._parse(await self._chat(system, prompt), schema)
+                except JudgeError as exc:
+                    return exc
+
+        return list(await asyncio.gather(*(one(p) for p in prompts)))
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        # Never show the API key.
+        return f"ChatJudge(url={self._url!r}, model={self._model!r})"
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+            self._client = self._httpx.AsyncClient(
+                timeout=self._httpx.Timeout(self._timeout), headers=headers
+            )
+        return self._client
+
+    async def _chat(self, system: str, prompt: str) -> bytes:
+        attempts = self._max_retries + 1
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(attempts),
+            wait=wait_exponential(multiplier=_WAIT_FIRST, max=_WAIT_MAX),
+            retry=retry_if_exception(self._is_retryable),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await self._post_once(system, prompt)
+        except _Retryable as exc:
+            raise JudgeError(
+                f"judge {self.name!r}: {self._url} answered {exc} after {attempts} attempts"
+            ) from exc
+        except self._httpx.TransportError as exc:
+            kind = "timed out" if isinstance(exc, self._httpx.TimeoutException) else "failed"
+            raise JudgeError(
+                f"judge {self.name!r}: request to {self._url} {kind} after {attempts} "
+                f"attempts ({type(exc).__name__})"
+            ) from exc
+        raise AssertionError("unreachable: tenacity either returns or re-raises")
+
+    def _is_retryable(self, exc: BaseException) -> bool:
+        return isinstance(exc, _Retryable | self._httpx.TransportError)
+
+    async def _post_once(self, system: str, prompt: str) -> bytes:
+        payload: dict[str, Any] = {
+            "model": self._model,
+            "temperature": self._temperature,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": prompt},
+            ],
+        }
+        if self._json_mode:
+            payload["response_format"] = {"type": "json_object"}
+        response = await self._get_client().post(self._url, json=payload)
+        if response.is_success:
+            return response.content
+        status, reason = response.status_code, response.reason_phrase
+        if status == 429 or status >= 500:
+            raise _Retryable(status, reason)
+        # Other 4xx mean the request itself is wrong (bad key, unknown model).
+        raise JudgeError(
+            f"judge {self.name!r}: {self._url} answered HTTP {status} {reason}: "
+            f"{response.text[:_SNIPPET]}"
+        )
+
+    def _parse(self, body: bytes, schema: type[M]) -> M:
+        try:
+            content = _Completion.model_validate_json(body).choices[0].message.content or ""
+        except pydantic.ValidationError as exc:
+            raise JudgeError(f"judge {self.name!r}: malformed completion from {self._url}") from exc
+        fenced = _FENCE.match(content)  # models like to wrap JSON in ```json fences
+        text = fenced.group(1) if fenced else content
+        try:
+            return schema.model_validate_json(text)
+        except pydantic.ValidationError as exc:
+            first = exc.errors()[0]["msg"] if exc.error_count() else "invalid"
+            raise JudgeError(
+                f"judge {self.name!r}: answer does not fit {schema.__name__}: {first}; "
+                f"answer: {text[:_SNIPPET]!r}"
+            ) from exc

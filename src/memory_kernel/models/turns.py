@@ -1,0 +1,186 @@
+"""The hooks' models: what a turn brings (``TurnInput``), what ``pre_turn`` hands back
+(``TurnContext`` with its ``TurnHandle``), what the turn produced (``TurnOutcome``) and what
+``post_turn`` did with it (``TurnResult``)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from memory_kernel.models.base import InputModel, OutputModel
+from memory_kernel.models.decisions import Decision
+from memory_kernel.models.enums import Stakes
+from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
+
+__all__ = [
+    "Frame",
+    "SkipReason",
+    "ToolResult",
+    "TurnContext",
+    "TurnHandle",
+    "TurnInput",
+    "TurnOutcome",
+    "TurnReport",
+    "TurnResult",
+]
+
+# Messages and responses are whole chat turns; beyond this they are documents, not turns.
+MAX_TURN_BYTES = 1024 * 1024
+_MAX_LABEL_BYTES = 200
+
+
+class Frame(StrEnum):
+    """The built-in cognitive frames. Hosts may use their own names too (any short label)."""
+
+    CONVERSATION = "conversation"
+    QUESTION = "question"
+    DECISION = "decision"
+    CREATIVE = "creative"
+    TASK = "task"
+    DEBUG = "debug"
+
+
+class SkipReason(StrEnum):
+    """Why a turn recorded no automatic decision."""
+
+    NOT_DELIBERATED = "not_deliberated"  # the frame does not auto-record
+    DUPLICATE = "duplicate"  # layer 2
+    INFORMATIONAL = "informational"  # layer 1
+    QUALITY_GATE = "quality_gate"  # layer 3
+    EXPLICIT = "explicit"  # the agent called record_decision: that one is kept instead
+
+
+def _label(value: str | None, field: str) -> str | None:
+    if value is None:
+        return None
+    check_text(value, field=field, max_bytes=_MAX_LABEL_BYTES)
+    return value.strip().casefold()
+
+
+class TurnInput(InputModel):
+    """One incoming turn. ``frame``: the host's frame selection (``None``: derived by
+    ``cognitive.frames.select_frame``). ``signals``: free-form hints (``stakes``…)."""
+
+    agent_id: str
+    session_id: str
+    message: str
+    mode: str = "RESPOND"
+    frame: str | None = None
+    signals: dict[str, Any] = Field(default_factory=dict)
+    recent_messages: list[str] = Field(default_factory=list)
+
+    @field_validator("agent_id", "session_id")
+    @classmethod
+    def _ids(cls, value: str, info: Any) -> str:
+        return check_agent_id(value, field=info.field_name)
+
+    @field_validator("message")
+    @classmethod
+    def _message(cls, value: str) -> str:
+        return check_text(value, field="message", max_bytes=MAX_TURN_BYTES)
+
+    @field_validator("frame")
+    @classmethod
+    def _frame(cls, value: str | None) -> str | None:
+        return _label(value, "frame")
+
+    @field_validator("recent_messages")
+    @classmethod
+    def _recent(cls, value: list[str]) -> list[str]:
+        for item in value:
+            check_text(item, field="recent_messages", max_bytes=MAX_TURN_BYTES, allow_empty=True)
+        return value
+
+
+class TurnHandle(OutputModel):
+    """What ``post_turn`` needs to know about the turn ``pre_turn`` began."""
+
+    agent_id: str
+    session_id: str
+    episode_id: uuid.UUID
+    decision_id: uuid.UUID | None
+    frame: str
+    started_at: datetime
+    #: Set when layer 2 found the deliberation a duplicate of this recent decision.
+    duplicate_of: uuid.UUID | None = None
+
+
+class TurnReport(OutputModel):
+    """What ``pre_turn`` did (the context engine extends it with included/excluded nodes)."""
+
+    frame: str
+    episode_reused: bool
+    deliberation_started: bool
+    tokens_used: int = 0
+
+
+class TurnContext(OutputModel):
+    """``text`` goes into the prompt; ``turn`` goes back into ``post_turn``."""
+
+    text: str
+    report: TurnReport
+    turn: TurnHandle
+
+
+class ToolResult(InputModel):
+    """A tool call of the turn. For ``record_decision`` the ``arguments`` carry the decision
+    (``description`` required; ``reasoning``, ``confidence``, ``stakes``, ``category``)."""
+
+    tool_name: str
+    output: str = ""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    is_error: bool = False
+
+    @field_validator("tool_name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_text(value, field="tool_name", max_bytes=_MAX_LABEL_BYTES).strip()
+
+    @field_validator("output")
+    @classmethod
+    def _output(cls, value: str) -> str:
+        return check_text(value, field="output", max_bytes=MAX_TURN_BYTES, allow_empty=True)
+
+
+class TurnOutcome(InputModel):
+    """What the turn produced. The optional ``decision_*`` fields let the host state the
+    decision of a deliberating turn instead of having it drafted from the response."""
+
+    response_text: str = ""
+    tool_results: list[ToolResult] = Field(default_factory=list)
+    decision_description: str | None = None
+    decision_confidence: float | None = None
+    decision_stakes: Stakes | None = None
+
+    @field_validator("response_text")
+    @classmethod
+    def _response(cls, value: str) -> str:
+        return check_text(value, field="response_text", max_bytes=MAX_TURN_BYTES, allow_empty=True)
+
+    @field_validator("decision_description")
+    @classmethod
+    def _description(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return check_text(value, field="decision_description", max_bytes=MAX_TURN_BYTES)
+
+    @field_validator("decision_confidence")
+    @classmethod
+    def _confidence(cls, value: float | None) -> float | None:
+        return None if value is None else check_unit_interval(value, field="decision_confidence")
+
+
+class TurnResult(OutputModel):
+    """What ``post_turn`` did: the automatic decision it recorded, or why it recorded none
+    (``skipped`` with the ``layer`` — 1, 2 or 3 — and ``reason``), plus explicit records."""
+
+    episode_id: uuid.UUID
+    decision: Decision | None = None
+    explicit: list[Decision] = Field(default_factory=list)
+    skipped: SkipReason | None = None
+    layer: int | None = None
+    reason: str | None = None
