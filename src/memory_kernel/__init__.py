@@ -1,7 +1,7 @@
 """memory-kernel: long-term memory for AI agents that stays clean.
 
-The public surface is what ``__all__`` lists; everything in underscore modules and in
-``memory_kernel.storage`` is private.
+The public surface is what ``__all__`` lists; everything in ``memory_kernel.storage`` and
+in modules not re-exported here is private.
 """
 
 from memory_kernel.config import (
@@ -11,6 +11,24 @@ from memory_kernel.config import (
     HeartConfig,
     MemoryKernelConfig,
     StorageConfig,
+)
+from memory_kernel.consolidation import (
+    ConflictFact,
+    ConflictJudge,
+    ConflictKind,
+    ConflictRequest,
+    ConflictVerdict,
+    Resolution,
+)
+from memory_kernel.context import (
+    ContextEngine,
+    DependencyCycleError,
+    EncodingTokenCounter,
+    EstimatingTokenCounter,
+    FunctionNode,
+    RelevanceConfig,
+    RelevanceConfigError,
+    RelevancePipeline,
 )
 from memory_kernel.embeddings import (
     HashingEmbedder,
@@ -32,7 +50,49 @@ from memory_kernel.errors import (
     StorageError,
     ValidationError,
 )
-from memory_kernel.kernel import MemoryKernel
+from memory_kernel.judges import (
+    AdmissionCandidate,
+    AdmissionRequest,
+    AdmissionRules,
+    AdmissionRun,
+    AdmissionVerdict,
+    ChatJudge,
+    Judge,
+    RuleJudge,
+)
+from memory_kernel.kernel import (
+    MemoryKernel,
+)
+from memory_kernel.models.consolidation import (
+    AgentConsolidation,
+    AgentRunStatus,
+    ConsolidationAction,
+    ConsolidationPhase,
+    ConsolidationProgress,
+    ConsolidationReport,
+)
+from memory_kernel.models.context import (
+    AssembledContext,
+    ContextItem,
+    ContextReport,
+    ContextRequest,
+    InclusionReport,
+    MemoryHit,
+    MemorySource,
+    NodeContent,
+    SearchType,
+    Tier,
+)
+from memory_kernel.models.decisions import (
+    Decision,
+    DecisionInput,
+    DedupMethod,
+    DedupVerdict,
+    GateRule,
+    GateStats,
+    GateVerdict,
+    LayerStats,
+)
 from memory_kernel.models.enums import (
     AdmissionStatus,
     DecidedBy,
@@ -42,43 +102,146 @@ from memory_kernel.models.enums import (
     MemoryKind,
     Stakes,
 )
-from memory_kernel.protocols import Clock, Embedder, SystemClock, TokenCounter
+from memory_kernel.models.episodes import (
+    AdmissionDecision,
+    Episode,
+    EpisodeEnd,
+    EpisodeEndInput,
+    EpisodeHit,
+    EpisodeInput,
+    EpisodeStart,
+)
+from memory_kernel.models.facts import (
+    Fact,
+    FactInput,
+    FactMatch,
+    FactSearchHit,
+    LearnAction,
+    LearnOutcome,
+)
+from memory_kernel.models.turns import (
+    Frame,
+    SkipReason,
+    ToolResult,
+    TurnContext,
+    TurnHandle,
+    TurnInput,
+    TurnOutcome,
+    TurnReport,
+    TurnResult,
+)
+from memory_kernel.protocols import (
+    Clock,
+    ContextNodeProvider,
+    Embedder,
+    SystemClock,
+    TokenCounter,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdmissionCandidate",
+    "AdmissionDecision",
+    "AdmissionRequest",
+    "AdmissionRules",
+    "AdmissionRun",
     "AdmissionStatus",
+    "AdmissionVerdict",
+    "AgentConsolidation",
+    "AgentRunStatus",
+    "AssembledContext",
     "BrainConfig",
+    "ChatJudge",
     "Clock",
     "ConfigError",
     "ConflictError",
+    "ConflictFact",
+    "ConflictJudge",
+    "ConflictKind",
+    "ConflictRequest",
+    "ConflictVerdict",
     "ConnectionFailedError",
+    "ConsolidationAction",
     "ConsolidationConfig",
+    "ConsolidationPhase",
+    "ConsolidationProgress",
+    "ConsolidationReport",
     "ContextConfig",
+    "ContextEngine",
+    "ContextItem",
+    "ContextNodeProvider",
+    "ContextReport",
+    "ContextRequest",
     "DecidedBy",
+    "Decision",
+    "DecisionInput",
+    "DedupMethod",
+    "DedupVerdict",
+    "DependencyCycleError",
     "Embedder",
     "EmbedderError",
     "EmbedderMismatchError",
+    "EncodingTokenCounter",
+    "Episode",
+    "EpisodeEnd",
+    "EpisodeEndInput",
+    "EpisodeHit",
+    "EpisodeInput",
+    "EpisodeStart",
     "EpisodeStatus",
+    "EstimatingTokenCounter",
     "EventKind",
     "ExtensionMissingError",
+    "Fact",
+    "FactInput",
+    "FactMatch",
+    "FactSearchHit",
     "FactStatus",
+    "Frame",
+    "FunctionNode",
+    "GateRule",
+    "GateStats",
+    "GateVerdict",
     "HashingEmbedder",
     "HeartConfig",
+    "InclusionReport",
     "InvalidVectorError",
+    "Judge",
     "JudgeError",
+    "LayerStats",
+    "LearnAction",
+    "LearnOutcome",
+    "MemoryHit",
     "MemoryKernel",
     "MemoryKernelConfig",
     "MemoryKernelError",
     "MemoryKind",
+    "MemorySource",
     "MigrationError",
+    "NodeContent",
     "NotFoundError",
     "OpenAICompatibleEmbedder",
+    "RelevanceConfig",
+    "RelevanceConfigError",
+    "RelevancePipeline",
+    "Resolution",
+    "RuleJudge",
+    "SearchType",
     "SentenceTransformerEmbedder",
+    "SkipReason",
     "Stakes",
     "StorageConfig",
     "StorageError",
     "SystemClock",
+    "Tier",
     "TokenCounter",
+    "ToolResult",
+    "TurnContext",
+    "TurnHandle",
+    "TurnInput",
+    "TurnOutcome",
+    "TurnReport",
+    "TurnResult",
     "ValidationError",
 ]

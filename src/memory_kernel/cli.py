@@ -112,6 +112,40 @@ def migrate(
         raise _fail(exc) from exc
 
 
+@app.command()
+def consolidate(
+    dsn: DsnOption = None,
+    data_dir: DataDirOption = None,
+    schema: SchemaOption = "memory_kernel",
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Consolidate this agent only.", show_default=False)
+    ] = None,
+    all_agents: Annotated[bool, typer.Option("--all", help="Consolidate every agent.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report what would change; write nothing.")
+    ] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Agents at once.")] = 2,
+    embedder: Annotated[
+        str, typer.Option("--embedder", help="The store's embedder: hashing, st or st:<model>")
+    ] = "hashing",
+) -> None:
+    """Nightly maintenance: evidence, decay, contradictions, merging, deprecation."""
+    from memory_kernel.consolidation.cli import run_consolidate
+
+    if (agent is None) == (not all_agents):
+        console.print("[bold red]error:[/] give exactly one of --agent A or --all")
+        raise typer.Exit(code=2)
+    try:
+        asyncio.run(
+            run_consolidate(
+                console, dsn=dsn, data_dir=data_dir, storage=_storage(schema), agent=agent,
+                dry_run=dry_run, concurrency=concurrency, embedder=embedder,
+            )
+        )  # fmt: skip
+    except MemoryKernelError as exc:
+        raise _fail(exc) from exc
+
+
 @app.command("eval")
 def eval_(
     suite: Annotated[str, typer.Argument(help="ku, dedup, admission, gate, stsb or locomo")],

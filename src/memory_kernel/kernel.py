@@ -11,9 +11,14 @@ from typing import Any, Self
 from memory_kernel.brain import Brain
 from memory_kernel.cognitive.hooks import CognitiveLayer
 from memory_kernel.config import MemoryKernelConfig
+from memory_kernel.consolidation import Consolidator, EmbeddingWorker
+from memory_kernel.consolidation.phases import ProgressCallback
+from memory_kernel.context.engine import ContextEngine
 from memory_kernel.embeddings import HashingEmbedder
 from memory_kernel.heart import Heart
 from memory_kernel.judges.base import Judge
+from memory_kernel.models.consolidation import ConsolidationReport
+from memory_kernel.models.context import MemoryHit, SearchType
 from memory_kernel.models.decisions import GateStats
 from memory_kernel.models.turns import TurnContext, TurnHandle, TurnInput, TurnOutcome, TurnResult
 from memory_kernel.protocols import Clock, Embedder, SystemClock
@@ -54,7 +59,12 @@ class MemoryKernel:
         self.heart = Heart(self._runtime)
         #: Decisions.
         self.brain = Brain(self._runtime)
-        self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain)
+        #: Relevance masks, lazy node fetch, recall and budgeted assembly.
+        self.context = ContextEngine(self._runtime)
+        self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain, self.context)
+        self._consolidator = Consolidator(self._runtime, self.heart.facts)
+        # Embeds pending_embed facts in the background; started by open(), stopped by close().
+        self._embedding_worker = EmbeddingWorker(self._runtime, self.heart.facts)
         self._closed = False
 
     @classmethod
@@ -91,9 +101,47 @@ class MemoryKernel:
         """After the LLM call: record the decision through the gate, update the episode."""
         return await self._cognitive.post_turn(turn, outcome)
 
+    async def search_memory(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        search_type: SearchType | str = SearchType.BOTH,
+        limit: int = 5,
+    ) -> list[MemoryHit]:
+        """The agent's active recall tool: facts and/or episodes for ``query``."""
+        return await self.context.search_memory(
+            agent_id, query, search_type=search_type, limit=limit
+        )
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """JSON function schemas (common tool-calling shape) for the agent's memory tools."""
+        return self.context.tool_schemas()
+
     def stats(self) -> GateStats:
         """Counters of the decision gate since open: what each layer rejected and why."""
         return self._cognitive.stats()
+
+    async def consolidate(
+        self, agent_id: str, *, dry_run: bool = False, progress: ProgressCallback | None = None
+    ) -> ConsolidationReport:
+        """Nightly maintenance of one agent: embed pending facts, evidence and decay,
+        contradictions, duplicate merging, deprecation. Skipped (and reported) when another
+        worker is consolidating the same agent."""
+        return await self._consolidator.consolidate(agent_id, dry_run=dry_run, progress=progress)
+
+    async def consolidate_all(
+        self,
+        *,
+        concurrency: int | None = None,
+        dry_run: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> ConsolidationReport:
+        """:meth:`consolidate` for every agent, ``concurrency`` at a time; any number of
+        workers on any number of machines may run it at once."""
+        return await self._consolidator.consolidate_all(
+            concurrency=concurrency, dry_run=dry_run, progress=progress
+        )
 
     @property
     def database(self) -> Database:
@@ -114,6 +162,8 @@ class MemoryKernel:
         if self._closed:
             return
         self._closed = True
+        await self._embedding_worker.stop()
+        await self.context.close()
         await self._db.close()
 
     async def __aenter__(self) -> Self:
@@ -177,4 +227,6 @@ async def _open(
         extra={"schema": config.storage.schema_name, "embedded": database.server is not None},
     )
     kernel = cls(database=database, embedder=embedder, config=config, clock=clock, judge=judge)
+    if config.consolidation.embed_worker:
+        kernel._embedding_worker.start()
     return kernel

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Clock", "Embedder", "SystemClock", "TokenCounter"]
+if TYPE_CHECKING:  # type-only: protocols stay a leaf module (no import cycles)
+    from memory_kernel.models.context import ContextRequest, NodeContent
+
+__all__ = ["Clock", "ContextNodeProvider", "Embedder", "SystemClock", "TokenCounter"]
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -56,3 +59,15 @@ class SystemClock:
 
     def now(self) -> datetime:
         return datetime.now(UTC)
+
+
+@runtime_checkable
+class ContextNodeProvider(Protocol):
+    """A context node the host provides beside the built-in ones (identity, tools, skills,
+    world state…). ``fetch`` is awaited only when the relevance pipeline includes the node
+    named ``name``; it returns a ``NodeContent`` (``memory_kernel.models.context``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def fetch(self, request: ContextRequest) -> NodeContent: ...

@@ -297,7 +297,7 @@ class Brain:
         check_agent_id(agent_id)
         if session_id is not None:
             check_agent_id(session_id, field="session_id")
-        if since.tzinfo is None:
+        if not isinstance(since, datetime) or since.tzinfo is None:
             raise ValidationError("since must be a timezone-aware datetime")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit must be an integer between 1 and 1000")

@@ -28,6 +28,7 @@ after commit. Embeddings are computed before a transaction opens.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -45,8 +46,10 @@ from memory_kernel.cognitive.informational import (
     InformationalVerdict,
     classify_response,
 )
+from memory_kernel.context.engine import ContextEngine, request_from_turn
 from memory_kernel.errors import ValidationError
 from memory_kernel.heart import Heart
+from memory_kernel.models.context import AssembledContext
 from memory_kernel.models.decisions import Decision, DecisionInput, GateStats
 from memory_kernel.models.enums import Stakes
 from memory_kernel.models.episodes import EpisodeInput, EpisodeStart
@@ -125,10 +128,13 @@ def explicit_decisions(turn: TurnHandle, outcome: TurnOutcome) -> list[DecisionI
 class CognitiveLayer:
     """``pre_turn`` / ``post_turn`` over the Heart (episodes) and the Brain (decisions)."""
 
-    def __init__(self, runtime: Runtime, heart: Heart, brain: Brain) -> None:
+    def __init__(
+        self, runtime: Runtime, heart: Heart, brain: Brain, context: ContextEngine | None = None
+    ) -> None:
         self._rt = runtime
         self._heart = heart
         self._brain = brain
+        self._context = context
 
     def stats(self) -> GateStats:
         return self._brain.counters.snapshot()
@@ -140,10 +146,13 @@ class CognitiveLayer:
         # The summary is at most 200 characters, well inside a decision description.
         description = summarise_message(turn.message)
         vector = await self._brain.embed_or_none(description) if deliberate else None
-        async with self._rt.db.transaction() as conn:
-            episode, started = await self._begin(
-                conn, turn, frame, description, vector, deliberate=deliberate
-            )
+        # The context is read on its own connections while the turn's writes commit; the
+        # task group cancels one if the other fails.
+        async with asyncio.TaskGroup() as group:
+            begun = group.create_task(self._begin_tx(turn, frame, description, vector, deliberate))
+            built = group.create_task(self._build_context(turn))
+        episode, started = begun.result()
+        assembled = built.result()
         self._observe_start(turn, frame, started)
         handle = TurnHandle(
             agent_id=turn.agent_id,
@@ -153,13 +162,33 @@ class CognitiveLayer:
             frame=frame,
             started_at=self._rt.clock.now(),
             duplicate_of=None if started is None else started.dedup.duplicate_of,
+            message=turn.message,
         )
         report = TurnReport(
             frame=frame,
             episode_reused=episode.deduplicated,
             deliberation_started=handle.decision_id is not None,
+            tokens_used=0 if assembled is None else assembled.report.tokens_used,
+            context=None if assembled is None else assembled.report,
         )
-        return TurnContext(text="", report=report, turn=handle)
+        text = "" if assembled is None else assembled.text
+        return TurnContext(text=text, report=report, turn=handle)
+
+    async def _build_context(self, turn: TurnInput) -> AssembledContext | None:
+        if self._context is None:
+            return None
+        return await self._context.build(request_from_turn(turn))
+
+    async def _begin_tx(
+        self,
+        turn: TurnInput,
+        frame: str,
+        description: str,
+        vector: Vector | None,
+        deliberate: bool,
+    ) -> tuple[EpisodeStart, StartResult | None]:
+        async with self._rt.db.transaction() as conn:
+            return await self._begin(conn, turn, frame, description, vector, deliberate=deliberate)
 
     async def _begin(
         self,
@@ -236,6 +265,13 @@ class CognitiveLayer:
             # Last, so a bad episode id fails the turn after every other write (all roll back).
             await self._heart.episodes.record_turn_in(
                 conn, agent_id=turn.agent_id, episode_id=turn.episode_id
+            )
+        if self._context is not None:
+            # After commit: recall for the session's next turn in the background.
+            self._context.schedule_prefetch(
+                agent_id=turn.agent_id,
+                session_id=turn.session_id,
+                turns=[turn.message, outcome.response_text],
             )
         return self._observe_post(turn, explicit, result)
 

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from memory_kernel.models.base import InputModel, OutputModel
+from memory_kernel.models.context import ContextReport
 from memory_kernel.models.decisions import Decision
 from memory_kernel.models.enums import Stakes
 from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
@@ -107,6 +108,8 @@ class TurnHandle(OutputModel):
     started_at: datetime
     #: Set when layer 2 found the deliberation a duplicate of this recent decision.
     duplicate_of: uuid.UUID | None = None
+    #: The user's message (the passive prefetch recalls for the next turn from it).
+    message: str = ""
 
 
 class TurnReport(OutputModel):
@@ -116,6 +119,8 @@ class TurnReport(OutputModel):
     episode_reused: bool
     deliberation_started: bool
     tokens_used: int = 0
+    #: Which context nodes were included or excluded and why, and the tokens they cost.
+    context: ContextReport | None = None
 
 
 class TurnContext(OutputModel):

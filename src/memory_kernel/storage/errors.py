@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from asyncpg.exceptions import InterfaceError as DriverInterfaceError
+from asyncpg.exceptions import PostgresError
+from asyncpg.exceptions._base import InternalClientError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
 from memory_kernel.errors import (
@@ -21,6 +24,16 @@ __all__ = ["map_db_error", "translate_db_errors"]
 _CONNECTION_STATES = ("08", "57P01", "57P02", "57P03", "53300", "28")
 _CONFLICT_STATES = ("40001", "40P01", "23505", "55P03")
 _BAD_INPUT_STATES = ("22", "23514", "23502")
+# asyncpg's own errors escape SQLAlchemy's wrapping when raised in a connect hook (the
+# pgvector codec registration); InternalClientError means a connection left mid-operation.
+_RAW_ERRORS = (
+    SQLAlchemyError,
+    DBAPIError,
+    OSError,
+    PostgresError,
+    DriverInterfaceError,
+    InternalClientError,
+)
 
 
 def _sqlstate(exc: BaseException) -> str | None:
@@ -39,7 +52,7 @@ def map_db_error(exc: BaseException) -> MemoryKernelError:
     state = _sqlstate(exc) or ""
     message = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:500]
     if state.startswith(_CONNECTION_STATES) or isinstance(
-        exc, (ConnectionError, OSError, InterfaceError)
+        exc, (ConnectionError, OSError, InterfaceError, DriverInterfaceError, InternalClientError)
     ):
         return ConnectionFailedError(f"database connection failed: {message}")
     if isinstance(exc, OperationalError) and not state:
@@ -55,5 +68,5 @@ def map_db_error(exc: BaseException) -> MemoryKernelError:
 def translate_db_errors() -> Iterator[None]:
     try:
         yield
-    except (SQLAlchemyError, DBAPIError, OSError) as exc:
+    except _RAW_ERRORS as exc:
         raise map_db_error(exc) from exc

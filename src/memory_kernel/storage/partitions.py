@@ -84,7 +84,9 @@ async def promote_agent(
     await conn.execute(
         text(
             f"CREATE TABLE {name} (LIKE {table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS"
-            " INCLUDING GENERATED)"
+            # Free space per page lets confidence/status updates stay HOT: without it every
+            # update re-inserts the row into the HNSW index (~5 ms vs ~0.3 ms, consolidation).
+            " INCLUDING GENERATED) WITH (fillfactor = 70)"
         )
     )
     # A CHECK matching the partition bound lets ATTACH skip scanning the new table.

@@ -24,7 +24,12 @@ from datetime import datetime, timedelta
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory_kernel.errors import EmbedderError, NotFoundError, ValidationError
+from memory_kernel.errors import (
+    EmbedderError,
+    InvalidVectorError,
+    NotFoundError,
+    ValidationError,
+)
 from memory_kernel.heart.episodes import repository as repo
 from memory_kernel.heart.episodes.admission import (
     AdmissionPlan,
@@ -388,7 +393,9 @@ class EpisodeService:
             return None
         try:
             vector = (await self._rt.embed([text]))[0]
-        except EmbedderError as exc:  # InvalidVectorError is one too
+        # A broken embedder's NaN / wrong-dimension answer (InvalidVectorError, a
+        # ValidationError, not an EmbedderError) is an outage too, not the caller's fault.
+        except (EmbedderError, InvalidVectorError) as exc:
             _log.warning("episode stored without a vector: %s", exc)
             return None
         # A zero vector has no direction: cosine against it is undefined.

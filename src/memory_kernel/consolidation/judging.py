@@ -1,0 +1,223 @@
+"""The judge's part in consolidation: ambiguous conflicts and merges, one batched call each.
+
+The kernel's ``Judge`` protocol (``judges/base.py``) only asks admission questions today.
+Consolidation asks through, in order of preference:
+
+1. ``judge.resolve(requests)`` — a judge that implements :class:`ConflictJudge`;
+2. ``judge.complete_json(system, prompts, schema)`` — ``ChatJudge``'s generic batched call;
+3. nothing: without either (``RuleJudge``, no judge) the rules decide ("keep both").
+
+Whatever comes back is validated (:func:`validate`): the winner must be one of the facts
+asked about, and a merge across a changed value or a flipped meaning is refused (the facts
+policy's "a changed value is never merged"). An invalid, missing or failed answer falls
+back to the rule decision, and the run records that it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any, Protocol, Self, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from memory_kernel.errors import JudgeError
+
+__all__ = [
+    "CONSOLIDATION_SYSTEM_PROMPT",
+    "ConflictFact",
+    "ConflictJudge",
+    "ConflictKind",
+    "ConflictRequest",
+    "ConflictVerdict",
+    "JudgeAnswers",
+    "Resolution",
+    "ask_judge",
+    "conflict_prompt",
+]
+
+_MAX_REASON_CHARS = 1000
+_MAX_CONTENT_CHARS = 64 * 1024
+
+
+class ConflictKind(StrEnum):
+    CONFLICT = "conflict"  # a possible contradiction or a changed value
+    MERGE = "merge"  # possible duplicates
+
+
+class Resolution(StrEnum):
+    SUPERSEDE = "supersede"  # the winner holds the current truth; the others are retired
+    MERGE = "merge"  # the same fact: the others are merged into the winner
+    KEEP_BOTH = "keep_both"  # both are valid (different contexts); nothing changes
+    CONTRADICTION = "contradiction"  # they contradict: both confidences halved, flagged
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ConflictFact(_Frozen):
+    id: uuid.UUID
+    content: str
+    category: str | None
+    confidence: float
+
+
+class ConflictRequest(_Frozen):
+    """Decide between ``facts`` (two for a conflict, two or more for a merge cluster)."""
+
+    agent_id: str
+    kind: ConflictKind
+    facts: tuple[ConflictFact, ...]
+    similarity: float  # cosine of the pair (the weakest edge of a cluster)
+    rule_reason: str  # why the rules found the case ambiguous
+
+
+class ConflictVerdict(BaseModel):
+    """``{"decision": "supersede|merge|keep_both|contradiction", "winner_id": "...",
+    "merged_content": "... or null", "reason": "..."}``. SUPERSEDE needs a winner; MERGE
+    without one keeps the most confident fact. Extra keys an LLM adds are ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    decision: Resolution
+    winner_id: uuid.UUID | None = None
+    merged_content: str | None = Field(default=None, max_length=_MAX_CONTENT_CHARS)
+    reason: str = "(no reason given)"
+
+    @field_validator("decision", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        if isinstance(value, str):
+            return value.strip().lower().replace(" ", "_").replace("-", "_")
+        return value
+
+    @field_validator("reason")
+    @classmethod
+    def _short(cls, value: str) -> str:
+        return value.strip()[:_MAX_REASON_CHARS] or "(no reason given)"
+
+    @field_validator("merged_content")
+    @classmethod
+    def _content(cls, value: str | None) -> str | None:
+        if value is None or not value.strip() or "\x00" in value:
+            return None
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _winner(self) -> Self:
+        if self.decision is Resolution.SUPERSEDE and self.winner_id is None:
+            raise ValueError("supersede needs a winner_id")
+        return self
+
+
+@runtime_checkable
+class ConflictJudge(Protocol):
+    """A judge that answers consolidation questions: one verdict (or ``JudgeError``) per
+    request, in order; raising fails the whole batch."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def resolve(
+        self, requests: Sequence[ConflictRequest]
+    ) -> Sequence[ConflictVerdict | JudgeError]: ...
+
+
+CONSOLIDATION_SYSTEM_PROMPT = """\
+You maintain an agent's long-term knowledge base of facts. You see two or more stored
+facts that look related, with their confidence (0-1) and why the rules could not decide.
+Answer with one JSON object and nothing else:
+{"decision": "supersede|merge|keep_both|contradiction", "winner_id": "<fact_id or null>",
+ "merged_content": "<one sentence or null>", "reason": "<short>"}
+- merge: they state the same fact; winner_id is the best-worded one; merged_content may
+  give one sentence that combines them (only if nothing is lost), else null.
+- supersede: they describe the same thing at different times or with a changed value;
+  winner_id is the one that is true now; the others are retired.
+- keep_both: both can be true (different contexts or different things).
+- contradiction: they cannot both be true and you cannot tell which is right.
+winner_id must be one of the fact_ids shown. Never merge facts whose values differ."""
+
+
+def conflict_prompt(request: ConflictRequest) -> str:
+    """The user message for one request (JSON, so fact texts cannot break it)."""
+    payload = {
+        "question": request.kind.value,
+        "similarity": round(request.similarity, 3),
+        "why_ambiguous": request.rule_reason,
+        "facts": [
+            {
+                "fact_id": str(f.id),
+                "content": f.content,
+                "category": f.category,
+                "confidence": round(f.confidence, 3),
+            }
+            for f in request.facts
+        ],
+    }
+    return json.dumps(payload, ensure_ascii=False, indent=1)
+
+
+def _parse(answer: object) -> ConflictVerdict | None:
+    if isinstance(answer, ConflictVerdict):
+        return answer
+    if isinstance(answer, BaseModel):
+        answer = answer.model_dump()
+    if not isinstance(answer, dict):
+        return None
+    try:
+        return ConflictVerdict.model_validate(answer)
+    except ValueError:
+        return None
+
+
+class JudgeAnswers:
+    """What one batched call produced: a parsed verdict or ``None`` (fall back) per request."""
+
+    def __init__(self, verdicts: list[ConflictVerdict | None], *, called: bool, error: str = ""):
+        self.verdicts = verdicts
+        self.called = called
+        self.error = error
+
+    @classmethod
+    def none(cls, n: int, *, called: bool = False, error: str = "") -> JudgeAnswers:
+        return cls([None] * n, called=called, error=error)
+
+
+async def _raw_answers(judge: Any, requests: Sequence[ConflictRequest]) -> Sequence[object]:
+    if isinstance(judge, ConflictJudge) or callable(getattr(judge, "resolve", None)):
+        return list(await judge.resolve(requests))
+    prompts = [conflict_prompt(r) for r in requests]
+    return list(await judge.complete_json(CONSOLIDATION_SYSTEM_PROMPT, prompts, ConflictVerdict))
+
+
+def can_judge(judge: object | None) -> bool:
+    """Whether ``judge`` can answer consolidation questions at all."""
+    if judge is None:
+        return False
+    return callable(getattr(judge, "resolve", None)) or callable(
+        getattr(judge, "complete_json", None)
+    )
+
+
+async def ask_judge(
+    judge: object | None, requests: Sequence[ConflictRequest], *, timeout_s: float
+) -> JudgeAnswers:
+    """One batched call; any failure, timeout or garbage becomes ``None`` slots."""
+    if not requests or not can_judge(judge):
+        return JudgeAnswers.none(len(requests))
+    try:
+        async with asyncio.timeout(timeout_s):
+            raw = await _raw_answers(judge, requests)
+    except TimeoutError:
+        return JudgeAnswers.none(len(requests), called=True, error="judge timed out")
+    except Exception as exc:
+        return JudgeAnswers.none(len(requests), called=True, error=f"judge failed: {exc}")
+    if len(raw) != len(requests):
+        error = f"judge answered {len(raw)} items for {len(requests)} requests"
+        return JudgeAnswers.none(len(requests), called=True, error=error)
+    verdicts = [None if isinstance(a, BaseException) else _parse(a) for a in raw]
+    return JudgeAnswers(verdicts, called=True)

@@ -1,0 +1,133 @@
+"""Context nodes: the built-in providers and helpers for host-registered ones.
+
+A provider (``protocols.ContextNodeProvider``) has a ``name`` and ``async fetch(request)``
+returning a ``NodeContent``: a titled section of indivisible items in one budget tier. The
+engine awaits only the providers of included nodes (invariant 6), concurrently.
+
+Built-in: ``working_memory`` (the caller's recent messages, no I/O), ``gists`` (the caller's
+gists, no I/O), and the recall nodes ``facts``, ``episodic_memory`` and ``decisions``
+(hybrid recall, one connection each, sharing the turn's single query embedding).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memory_kernel.context.recaller import Recaller
+from memory_kernel.models.context import (
+    ContextItem,
+    ContextRequest,
+    MemoryHit,
+    MemorySource,
+    NodeContent,
+    Tier,
+)
+
+__all__ = ["FunctionNode", "GistsNode", "RecallNode", "WorkingMemoryNode", "format_hit"]
+
+Vector = npt.NDArray[np.float32]
+_DESCRIPTION_CHARS = 120  # the seed's decision line: "- [status] desc[:120] (confidence)"
+
+
+def format_hit(hit: MemoryHit) -> str:
+    """How a recalled memory reads in the prompt."""
+    if hit.source is MemorySource.DECISION:
+        status = hit.outcome or "pending"
+        return f"[{status}] {hit.text[:_DESCRIPTION_CHARS]} (confidence: {hit.confidence:.2f})"
+    if hit.source is MemorySource.EPISODE:
+        return f"({hit.created_at:%Y-%m-%d}) {hit.text}"
+    return hit.text
+
+
+class WorkingMemoryNode:
+    """``working_memory``: the recent messages the caller passed (required tier)."""
+
+    name = "working_memory"
+    title = "Recent conversation"
+
+    async def fetch(self, request: ContextRequest) -> NodeContent:
+        items = tuple(ContextItem(text=m) for m in request.recent_messages if m.strip())
+        return NodeContent(node=self.name, title=self.title, tier=Tier.RECENT, items=items)
+
+
+class GistsNode:
+    """``gists``: summaries the caller passed, if any (opportunistic tier)."""
+
+    name = "gists"
+    title = "Gists"
+
+    async def fetch(self, request: ContextRequest) -> NodeContent:
+        items = tuple(ContextItem(text=g) for g in request.gists or () if g.strip())
+        return NodeContent(node=self.name, title=self.title, tier=Tier.STREAMED, items=items)
+
+
+class RecallNode:
+    """A recall node: ``facts``, ``episodic_memory`` or ``decisions``."""
+
+    needs_vector = True
+
+    def __init__(
+        self,
+        name: str,
+        title: str,
+        source: MemorySource,
+        recaller: Recaller,
+        *,
+        limit: int,
+        min_confidence: float,
+    ) -> None:
+        self.name = name
+        self.title = title
+        self.source = source
+        self._recaller = recaller
+        self._limit = limit
+        self._min_confidence = min_confidence
+
+    async def fetch(self, request: ContextRequest, *, vector: Vector | None = None) -> NodeContent:
+        content, _ = await self.fetch_for(
+            agent_id=request.agent_id, query=request.message, vector=vector
+        )
+        return content
+
+    async def fetch_for(
+        self, *, agent_id: str, query: str, vector: Vector | None
+    ) -> tuple[NodeContent, int]:
+        """The section, and how many decisions were removed as near-duplicates."""
+        result = await self._recaller.recall(
+            self.source,
+            agent_id=agent_id,
+            query=query,
+            vector=vector,
+            limit=self._limit,
+            min_confidence=self._min_confidence,
+        )
+        items = tuple(ContextItem(text=format_hit(h), hit=h) for h in result.hits)
+        content = NodeContent(node=self.name, title=self.title, tier=Tier.STREAMED, items=items)
+        return content, result.deduplicated
+
+
+TextSource = Callable[[ContextRequest], Iterable[str] | Awaitable[Iterable[str]]]
+
+
+class FunctionNode:
+    """A host node from a function: ``FunctionNode("identity_context", "Identity",
+    lambda req: ["You are Nous, ..."])``. The function may be async; each string it returns
+    is one item. ``tier`` decides how the budget treats it (default: ``SYSTEM``, fills)."""
+
+    def __init__(self, name: str, title: str, source: TextSource, *, tier: Tier = Tier.SYSTEM):
+        self.name = name
+        self.title = title
+        self.tier = tier
+        self._source = source
+
+    async def fetch(self, request: ContextRequest) -> NodeContent:
+        produced: Any = self._source(request)
+        if inspect.isawaitable(produced):
+            produced = await produced
+        items = tuple(ContextItem(text=str(t)) for t in produced if str(t).strip())
+        return NodeContent(node=self.name, title=self.title, tier=self.tier, items=items)

@@ -1,0 +1,322 @@
+"""Hybrid recall SQL: vector top-k (``storage.search.nearest``) and Postgres full-text top-k
+over facts, episodes or decisions of one agent, merged into ``Candidate`` s with both ranks.
+
+Functions take the caller's connection and never write; every statement filters by
+``agent_id`` (invariant 1, partition pruning). Only memories that recall may show are
+read: active facts, admitted completed episodes, active decisions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import (
+    ColumnClause,
+    ColumnElement,
+    Float,
+    Table,
+    Text,
+    case,
+    cast,
+    func,
+    literal,
+    literal_column,
+    select,
+)
+from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memory_kernel.context.recall import Candidate, with_similarity
+from memory_kernel.models.context import MemorySource
+from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus, FactStatus
+from memory_kernel.similarity import text_overlap
+from memory_kernel.storage.search import AnyRow, nearest
+from memory_kernel.storage.tables import decisions, episodes, facts
+
+__all__ = [
+    "TermStats",
+    "WeightedTerm",
+    "candidates",
+    "query_words",
+    "term_stats",
+    "weigh",
+]
+
+Vector = npt.NDArray[np.float32]
+_CURRENT_FACTS = (FactStatus.ACTIVE.value, FactStatus.PENDING_EMBED.value)
+_ENGLISH: ColumnClause[Any] = literal_column("'english'::regconfig")
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    table: Table
+    columns: tuple[Any, ...]
+    # Filters of both searches beyond ``nearest``'s searchable predicate, by min confidence.
+    where: Callable[[float], list[ColumnElement[bool]]]
+    # The full-text side's own visibility filter (``nearest`` applies SEARCHABLE itself).
+    visible: Callable[[], list[ColumnElement[bool]]]
+    to_text: Callable[[AnyRow], str]
+    confidence: Callable[[AnyRow, float], float]
+
+
+def _fact_where(min_confidence: float) -> list[ColumnElement[bool]]:
+    return [facts.c.confidence > min_confidence]
+
+
+def _episode_text(row: AnyRow) -> str:
+    return row.summary if not row.outcome else f"{row.summary} — {row.outcome}"
+
+
+_SPECS: dict[MemorySource, _Spec] = {
+    MemorySource.FACT: _Spec(
+        table=facts,
+        columns=(
+            facts.c.id,
+            facts.c.content,
+            facts.c.confidence,
+            facts.c.created_at,
+            facts.c.metadata,
+            facts.c.embedding,
+        ),
+        where=_fact_where,
+        visible=lambda: [facts.c.status.in_(_CURRENT_FACTS)],
+        to_text=lambda r: str(r.content),
+        confidence=lambda r, _default: float(r.confidence),
+    ),
+    MemorySource.EPISODE: _Spec(
+        table=episodes,
+        columns=(
+            episodes.c.id,
+            episodes.c.summary,
+            episodes.c.outcome,
+            episodes.c.started_at,
+            episodes.c.metadata,
+            episodes.c.embedding,
+        ),
+        where=lambda _m: [episodes.c.status == EpisodeStatus.COMPLETED.value],
+        visible=lambda: [episodes.c.admission == AdmissionStatus.ACTIVE.value],
+        to_text=_episode_text,
+        confidence=lambda _r, default: default,
+    ),
+    MemorySource.DECISION: _Spec(
+        table=decisions,
+        columns=(
+            decisions.c.id,
+            decisions.c.description,
+            decisions.c.outcome,
+            decisions.c.confidence,
+            decisions.c.created_at,
+            decisions.c.metadata,
+            decisions.c.embedding,
+        ),
+        where=lambda m: [decisions.c.confidence > m],
+        visible=lambda: [decisions.c.active.is_(True)],
+        to_text=lambda r: str(r.description),
+        confidence=lambda r, _default: float(r.confidence),
+    ),
+}
+
+
+def _vector(value: Any) -> Vector | None:
+    if value is None:
+        return None
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def _candidate(source: MemorySource, spec: _Spec, row: AnyRow, default_conf: float) -> Candidate:
+    m = row._mapping
+    created = m["started_at"] if source is MemorySource.EPISODE else m["created_at"]
+    return Candidate(
+        source=source,
+        id=m["id"],
+        text=spec.to_text(row),
+        confidence=spec.confidence(row, default_conf),
+        created_at=created,
+        vector=_vector(m["embedding"]),
+        outcome=m.get("outcome"),
+        metadata=dict(m["metadata"] or {}),
+    )
+
+
+async def candidates(
+    conn: AsyncConnection,
+    source: MemorySource,
+    *,
+    agent_id: str,
+    query: str,
+    vector: Vector | None,
+    k: int,
+    min_confidence: float,
+    terms: Sequence[WeightedTerm] = (),
+    episode_confidence: float = 0.7,
+) -> list[Candidate]:
+    """Up to ``k`` vector hits and ``k`` full-text hits (merged by id), each with its ranks,
+    its cosine to ``vector`` (word overlap with ``query`` when there is no vector) and its
+    lexical score over ``terms`` (from :func:`term_stats`)."""
+    spec = _SPECS[source]
+    if source is MemorySource.EPISODE and episode_confidence <= min_confidence:
+        return []
+    lexical = _lexical(spec, terms)
+    extra = [] if lexical is None else [lexical.label("lexical")]
+    found: dict[uuid.UUID, Candidate] = {}
+    if vector is not None and float(np.linalg.norm(vector)) > 0.0:
+        rows = await nearest(
+            conn,
+            spec.table,
+            agent_id=agent_id,
+            vector=vector,
+            k=k,
+            where=spec.where(min_confidence),
+            columns=[*spec.columns, *extra],
+        )
+        for rank, row in enumerate(rows, 1):
+            c = _candidate(source, spec, row, episode_confidence)
+            found[c.id] = replace(
+                c, similarity=1.0 - float(row.distance), vector_rank=rank, lexical=_lex(row)
+            )
+    if lexical is None:
+        return list(found.values())
+    text_rows = await _text_rows(conn, spec, agent_id, terms, k, min_confidence, lexical)
+    for rank, row in enumerate(text_rows, 1):
+        known = found.get(row.id)
+        if known is not None:
+            found[row.id] = replace(known, text_rank=rank)
+            continue
+        c = _candidate(source, spec, row, episode_confidence)
+        c = (
+            with_similarity(c, vector)
+            if c.vector is not None and vector is not None
+            else replace(c, similarity=text_overlap(query, c.text))
+        )
+        found[c.id] = replace(c, text_rank=rank, lexical=_lex(row))
+    return list(found.values())
+
+
+def _lex(row: AnyRow) -> float:
+    value = row._mapping.get("lexical")
+    return 0.0 if value is None else float(value)
+
+
+# PostgreSQL's english stop words: they become empty tsqueries (which match nothing and
+# make the server emit notices), so they are left out of the per-word terms.
+_STOPWORD_LINES = (
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his",
+    "himself she her hers herself it its itself they them their theirs themselves what which",
+    "who whom this that these those am is are was were be been being have has had having do",
+    "does did doing a an the and but if or because as until while of at by for with about",
+    "against between into through during before after above below to from up down in out on",
+    "off over under again further then once here there when where why how all any both each",
+    "few more most other some such no nor not only own same so than too very s t can will",
+    "just don should now",
+)
+_PG_STOPWORDS = frozenset(" ".join(_STOPWORD_LINES).split())
+_MAX_TERMS = 24
+_WORD = re.compile(r"\w+")
+
+
+def query_words(query: str) -> list[str]:
+    """The query's distinct non-stop words, in order (at most 24)."""
+    found = dict.fromkeys(w for w in _WORD.findall(query.lower()) if w not in _PG_STOPWORDS)
+    return list(found)[:_MAX_TERMS]
+
+
+@dataclass(frozen=True, slots=True)
+class TermStats:
+    """Document frequencies of query words among an agent's visible rows of one table."""
+
+    rows: int
+    terms: dict[str, tuple[str, int]]  # word -> (its tsquery as text, document frequency)
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedTerm:
+    tsquery: str  # a tsquery in text form, as Postgres printed it
+    weight: float  # inverse document frequency
+
+
+async def term_stats(
+    conn: AsyncConnection,
+    source: MemorySource,
+    *,
+    agent_id: str,
+    words: Sequence[str],
+    min_confidence: float,
+) -> TermStats:
+    """N and each word's document frequency in one statement (uncorrelated subqueries:
+    one InitPlan each, GIN index scans for the words)."""
+    spec = _SPECS[source]
+    table = spec.table
+    visible = [table.c.agent_id == agent_id, *spec.visible(), *spec.where(min_confidence)]
+    columns: list[Any] = [select(func.count()).select_from(table).where(*visible).scalar_subquery()]
+    for word in words:
+        tsq = func.plainto_tsquery(_ENGLISH, literal(word, Text))
+        df = (
+            select(func.count())
+            .select_from(table)
+            .where(*visible, table.c.search_tsv.bool_op("@@")(tsq))
+        )
+        columns += [cast(tsq, Text), df.scalar_subquery()]
+    row = (await conn.execute(select(*columns))).one()
+    terms = {w: (str(row[1 + 2 * i]), int(row[2 + 2 * i])) for i, w in enumerate(words)}
+    return TermStats(rows=int(row[0]), terms=terms)
+
+
+def weigh(stats: TermStats, words: Sequence[str]) -> list[WeightedTerm]:
+    """BM25's inverse document frequency ``ln(1 + (N - df + 0.5) / (df + 0.5))`` per word
+    (``ts_rank`` has none: a name in half of the memories would outweigh the one rare word
+    that matters). Words no row contains, or that Postgres reduces to nothing, are left out."""
+    weighted = []
+    for word in words:
+        tsquery, df = stats.terms.get(word, ("", 0))
+        if tsquery and df > 0:
+            idf = math.log(1.0 + (stats.rows - df + 0.5) / (df + 0.5))
+            weighted.append(WeightedTerm(tsquery, idf))
+    return weighted
+
+
+def _lexical(spec: _Spec, terms: Sequence[WeightedTerm]) -> ColumnElement[float] | None:
+    """A row's lexical score: the sum of the weights of the query words it contains."""
+    if not terms:
+        return None
+    tsv = spec.table.c.search_tsv
+    lexical: Any = literal(0.0, Float)
+    for term in terms:
+        matches = tsv.bool_op("@@")(cast(literal(term.tsquery, Text), TSQUERY))
+        lexical = lexical + case((matches, literal(term.weight, Float)), else_=0.0)
+    return cast(lexical, Float)
+
+
+async def _text_rows(
+    conn: AsyncConnection,
+    spec: _Spec,
+    agent_id: str,
+    terms: Sequence[WeightedTerm],
+    k: int,
+    min_confidence: float,
+    lexical: ColumnElement[float],
+) -> Sequence[AnyRow]:
+    """Full-text candidates: rows containing any query word, best lexical score first."""
+    table = spec.table
+    score = lexical.label("lexical")
+    any_word = cast(literal(" | ".join(f"({t.tsquery})" for t in terms), Text), TSQUERY)
+    stmt = (
+        select(*spec.columns, score)
+        .where(
+            table.c.agent_id == agent_id,
+            *spec.visible(),
+            *spec.where(min_confidence),
+            table.c.search_tsv.bool_op("@@")(any_word),
+        )
+        .order_by(score.desc(), table.c.id)
+        .limit(k)
+    )
+    return (await conn.execute(stmt)).all()

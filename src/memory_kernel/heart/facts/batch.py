@@ -1,0 +1,366 @@
+"""The learn engine: one batch of facts, decided in input order, written in one transaction.
+
+``learn`` is a batch of one, so single and batch learns share every rule. Within a batch the
+facts are decided one after the other against the stored facts *and* the batch's earlier
+facts (a duplicate inside the batch is reinforced, a later value supersedes an earlier one),
+then everything is written with a handful of bulk statements.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memory_kernel.heart.facts import repository as repo
+from memory_kernel.heart.facts.admission import FactAdmission
+from memory_kernel.heart.facts.normalise import TextFeatures, features
+from memory_kernel.heart.facts.policy import Candidate, LearnPlan, NewFact, plan_learn, reinforced
+from memory_kernel.heart.facts.relation import RelationThresholds
+from memory_kernel.heart.facts.writes import Writes, apply_writes, fact_event
+from memory_kernel.models.enums import EventKind, FactStatus
+from memory_kernel.models.facts import Fact, FactInput, LearnAction, LearnOutcome
+from memory_kernel.storage.search import AnyRow
+
+__all__ = ["Prepared", "learn_batch"]
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(slots=True)
+class Prepared:
+    """One validated input with everything decided before the database is touched."""
+
+    input: FactInput
+    subject_key: str | None
+    features: TextFeatures
+    admission: FactAdmission
+    confidence: float
+    vector: Vector | None = None
+
+
+@dataclass(slots=True)
+class _Known:
+    """A current fact during the batch: a stored one, or one this batch created."""
+
+    id: uuid.UUID
+    features: TextFeatures
+    subject_key: str | None
+    valid_from: datetime
+    vector: Vector | None
+    row: dict[str, Any] | None = None  # set for facts created by this batch
+
+
+def _row(
+    p: Prepared, fact_id: uuid.UUID, status: FactStatus, at: datetime, created: datetime
+) -> dict[str, Any]:
+    inp = p.input
+    return {
+        "agent_id": inp.agent_id,
+        "id": fact_id,
+        "subject": inp.subject,
+        "subject_key": p.subject_key if status is not FactStatus.REJECTED else None,
+        "content": inp.content,
+        "category": inp.category,
+        "confidence": p.confidence,
+        "status": status.value,
+        "explicit": inp.explicit,
+        "embedding": p.vector,
+        "superseded_by": None,
+        "merged_into": None,
+        "contradicts": [],
+        "derived_from": list(inp.derived_from),
+        "evidence_count": 1,
+        "last_evidence_at": at,
+        "valid_from": at,
+        "valid_to": None,
+        "metadata": dict(inp.metadata),
+        "created_at": created,
+        "updated_at": at,
+    }
+
+
+def _row_fact(row: dict[str, Any]) -> Fact:
+    data = {k: v for k, v in row.items() if k != "embedding"}
+    data["contradicts"] = tuple(data["contradicts"])
+    data["derived_from"] = tuple(data["derived_from"])
+    return Fact.model_validate(data)
+
+
+class _Agent:
+    """The candidates of one agent's items and the running state of the batch."""
+
+    def __init__(self, thresholds: RelationThresholds, k: int, capacity: int) -> None:
+        self.t = thresholds
+        self.k = k
+        self.capacity = capacity
+        self.known: dict[uuid.UUID, _Known] = {}
+        self.subject_ids: dict[str, set[uuid.UUID]] = {}
+        self.similar: dict[int, list[tuple[uuid.UUID, float]]] = {}
+        self.same_text: dict[int, list[uuid.UUID]] = {}
+        # The batch's own facts with vectors, as a matrix: one product per item, not a loop.
+        self.new_ids: list[uuid.UUID] = []
+        self.rows: dict[uuid.UUID, dict[str, Any]] = {}  # rows this batch creates, by id
+        self._matrix: Vector | None = None
+
+    def add_new(self, known: _Known) -> None:
+        self.add_known(known)
+        if known.row is not None:
+            self.rows[known.id] = known.row
+        if known.vector is not None:
+            if self._matrix is None:
+                self._matrix = np.zeros((self.capacity, len(known.vector)), dtype=np.float32)
+            self._matrix[len(self.new_ids)] = known.vector
+            self.new_ids.append(known.id)
+
+    def _batch_similar(self, vector: Vector) -> list[tuple[uuid.UUID, float]]:
+        if self._matrix is None or not self.new_ids:
+            return []
+        sims = self._matrix[: len(self.new_ids)] @ vector
+        want = min(self.k * 2, len(sims))
+        top = np.argpartition(-sims, want - 1)[:want]
+        return [(self.new_ids[i], float(sims[i])) for i in top]
+
+    def add_known(self, known: _Known) -> None:
+        self.known[known.id] = known
+        if known.subject_key:
+            self.subject_ids.setdefault(known.subject_key, set()).add(known.id)
+
+    def retire(self, fact_id: uuid.UUID) -> None:
+        known = self.known.pop(fact_id, None)
+        if known is not None and known.subject_key:
+            self.subject_ids[known.subject_key].discard(fact_id)
+
+    def candidates(self, index: int, p: Prepared) -> list[Candidate]:
+        """Same-subject facts, the nearest stored facts and the batch's own earlier facts,
+        as one list of the ``k`` most similar (same-subject ones always included)."""
+        sims: dict[uuid.UUID, float | None] = {}
+        for fact_id, sim in self.similar.get(index, []):
+            if fact_id in self.known:
+                sims[fact_id] = sim
+        for fact_id in self.same_text.get(index, []):
+            if fact_id in self.known:
+                sims.setdefault(fact_id, None)
+        if p.vector is not None:
+            for fact_id, sim in self._batch_similar(p.vector):
+                if fact_id in self.known:
+                    sims[fact_id] = sim
+        ranked = sorted(sims.items(), key=lambda kv: -(kv[1] if kv[1] is not None else 2.0))
+        chosen = dict(ranked[: self.k])
+        for fact_id in self.subject_ids.get(p.subject_key or "", set()):
+            chosen.setdefault(fact_id, self._cosine(fact_id, p.vector))
+        return [self._candidate(fact_id, sim) for fact_id, sim in chosen.items()]
+
+    def _cosine(self, fact_id: uuid.UUID, vector: Vector | None) -> float | None:
+        other = self.known[fact_id].vector
+        if other is None or vector is None:
+            return None
+        return float(np.dot(other, vector))
+
+    def _candidate(self, fact_id: uuid.UUID, sim: float | None) -> Candidate:
+        known = self.known[fact_id]
+        return Candidate(fact_id, known.features, known.subject_key, sim, known.valid_from)
+
+
+async def _load_agent(
+    conn: AsyncConnection,
+    agent_id: str,
+    items: list[tuple[int, Prepared]],
+    state: _Agent,
+) -> None:
+    keys = sorted({p.subject_key for _, p in items if p.subject_key})
+    for row in await repo.candidates_by_subject(conn, agent_id, keys):
+        state.add_known(_known(row, row.embedding))
+    with_vec = [(i, p) for i, p in items if p.vector is not None]
+    if with_vec:
+        vectors = np.stack([p.vector for _, p in with_vec if p.vector is not None])
+        # A few spare neighbours: earlier items of the batch may retire some of them.
+        found = await repo.neighbours_many(conn, agent_id, vectors, state.k * 2)
+        for (i, _), rows in zip(with_vec, found, strict=True):
+            state.similar[i] = [(row.id, 1.0 - float(row.distance)) for row in rows]
+            for row in rows:
+                if row.id not in state.known:
+                    state.add_known(_known(row, None))
+    for i, p in items:
+        if p.vector is None and p.admission.admitted:
+            matches = await repo.same_text(conn, agent_id, p.input.content)
+            state.same_text[i] = [
+                r.id for r in matches if features(r.content).words == p.features.words
+            ]
+            for row in matches:
+                if row.id not in state.known:
+                    state.add_known(_known(row, row.embedding))
+
+
+def _known(row: AnyRow, vector: Any) -> _Known:
+    if vector is not None and hasattr(vector, "to_numpy"):
+        vector = vector.to_numpy()  # pgvector's own Vector type, depending on the driver path
+    vec = None if vector is None else np.asarray(vector, dtype=np.float32)
+    return _Known(row.id, features(row.content), row.subject_key, row.valid_from, vec)
+
+
+@dataclass(slots=True)
+class _Decided:
+    """One item's decision, kept until the writes are done and the outcome can be built."""
+
+    plan: LearnPlan | None  # None: rejected by the admission gate
+    row: dict[str, Any] | None  # the new (or rejected) row, if one was written
+
+
+def _decide(index: int, p: Prepared, at: datetime, state: _Agent, writes: Writes) -> _Decided:
+    agent_id = p.input.agent_id
+    # Distinct, ordered creation instants: later facts of a batch sort as newer in history.
+    created = at + timedelta(microseconds=index)
+    if not p.admission.admitted:
+        row = _row(p, uuid.uuid4(), FactStatus.REJECTED, at, created)
+        writes.rows.append(row)
+        writes.events.append(
+            fact_event(agent_id, row["id"], EventKind.REJECTED, at, p.admission.reason.value)
+        )
+        return _Decided(plan=None, row=row)
+    new = NewFact(features=p.features, subject_key=p.subject_key)
+    plan = plan_learn(new, state.candidates(index, p), state.t)
+    if plan.action is LearnAction.REINFORCED:
+        assert plan.reinforce is not None
+        _reinforce(plan.reinforce, p, at, plan, state, writes)
+        return _Decided(plan=plan, row=None)
+    status = FactStatus.ACTIVE if p.vector is not None else FactStatus.PENDING_EMBED
+    row = _row(p, uuid.uuid4(), status, at, created)
+    new_id: uuid.UUID = row["id"]
+    writes.rows.append(row)
+    details = {"action": plan.action.value, "pending": p.vector is None}
+    writes.events.append(
+        fact_event(
+            agent_id, new_id, EventKind.LEARNED, at, plan.reason, score=plan.similarity, **details
+        )
+    )
+    for old in plan.supersede:
+        _retire(old.id, new_id, at, state, writes)
+        writes.events.append(
+            fact_event(agent_id, old.id, EventKind.SUPERSEDED, at, old.reason,
+                   score=old.similarity, related_id=new_id)
+        )  # fmt: skip
+    for old in plan.contradicts:
+        row["contradicts"].append(old.id)
+        _link(old.id, new_id, state, writes)
+        for a, b in ((new_id, old.id), (old.id, new_id)):
+            writes.events.append(
+                fact_event(agent_id, a, EventKind.CONTRADICTION, at, old.reason,
+                       score=old.similarity, related_id=b)
+            )  # fmt: skip
+    state.add_new(_Known(new_id, p.features, p.subject_key, at, p.vector, row))
+    return _Decided(plan=plan, row=row)
+
+
+def _retire(
+    old_id: uuid.UUID, new_id: uuid.UUID, at: datetime, state: _Agent, writes: Writes
+) -> None:
+    known = state.known.get(old_id)
+    if known is not None and known.row is not None:
+        # Created earlier in this batch: write it already superseded.
+        known.row.update(
+            status=FactStatus.SUPERSEDED.value, superseded_by=new_id, valid_to=at, updated_at=at
+        )
+    else:
+        writes.supersede.append((old_id, new_id))
+    state.retire(old_id)
+
+
+def _link(old_id: uuid.UUID, new_id: uuid.UUID, state: _Agent, writes: Writes) -> None:
+    known = state.known.get(old_id)
+    if known is not None and known.row is not None:
+        known.row["contradicts"].append(new_id)
+    else:
+        writes.contradict.append((old_id, new_id))
+
+
+def _reinforce(
+    target: uuid.UUID, p: Prepared, at: datetime, plan: LearnPlan, state: _Agent, writes: Writes
+) -> None:
+    known = state.known[target]
+    if known.row is not None:
+        row = known.row
+        row["evidence_count"] += 1
+        row["confidence"] = reinforced(row["confidence"])
+        row["last_evidence_at"] = row["updated_at"] = at
+        row["derived_from"].extend(p.input.derived_from)
+    else:
+        writes.reinforce[target] += 1
+        writes.derived.setdefault(target, []).extend(p.input.derived_from)
+    writes.events.append(
+        fact_event(p.input.agent_id, target, EventKind.REINFORCED, at, plan.reason,
+               score=plan.similarity, content=p.input.content)
+    )  # fmt: skip
+
+
+async def learn_batch(
+    conn: AsyncConnection,
+    items: Sequence[Prepared],
+    *,
+    now: datetime,
+    thresholds: RelationThresholds,
+    k: int,
+    restore: bool = True,
+) -> list[LearnOutcome]:
+    """Decide and write ``items`` in order, in the caller's transaction. ``restore=False``
+    skips handing the planner settings back when the transaction ends right after anyway."""
+    saved = await repo.lock_agents(conn, (p.input.agent_id for p in items))
+    groups: dict[str, list[tuple[int, Prepared]]] = {}
+    for i, p in enumerate(items):
+        groups.setdefault(p.input.agent_id, []).append((i, p))
+    states: dict[str, _Agent] = {}
+    for agent_id, members in groups.items():
+        states[agent_id] = _Agent(thresholds, k, capacity=len(members))
+        await _load_agent(conn, agent_id, [m for m in members if m[1].admission.admitted],
+                          states[agent_id])  # fmt: skip
+    writes = Writes()
+    decided: list[_Decided] = []
+    agent_of: dict[uuid.UUID, str] = {}
+    for i, p in enumerate(items):
+        decided.append(_decide(i, p, now, states[p.input.agent_id], writes))
+    for p, d in zip(items, decided, strict=True):
+        if d.row is not None:
+            agent_of[d.row["id"]] = p.input.agent_id
+        if d.plan is not None and d.plan.reinforce is not None:
+            agent_of[d.plan.reinforce] = p.input.agent_id
+    if restore:
+        await repo.restore_settings(conn, saved)
+    refreshed = await apply_writes(conn, writes, agent_of, now)
+    return [
+        _outcome(p, d, states[p.input.agent_id], refreshed)
+        for p, d in zip(items, decided, strict=True)
+    ]
+
+
+def _outcome(
+    p: Prepared, d: _Decided, state: _Agent, refreshed: dict[uuid.UUID, Fact]
+) -> LearnOutcome:
+    if d.plan is None:
+        assert d.row is not None
+        return LearnOutcome(
+            action=LearnAction.REJECTED, fact=_row_fact(d.row), reason=p.admission.reason.value
+        )
+    plan = d.plan
+    if plan.reinforce is not None:
+        if plan.reinforce in refreshed:
+            fact = refreshed[plan.reinforce]
+        else:
+            fact = _row_fact(state.rows[plan.reinforce])
+    else:
+        assert d.row is not None
+        fact = _row_fact(d.row)
+    return LearnOutcome(
+        action=plan.action,
+        fact=fact,
+        superseded=tuple(r.id for r in plan.supersede),
+        contradicts=tuple(r.id for r in plan.contradicts),
+        reason=plan.reason,
+        pending_embedding=d.row is not None and p.vector is None,
+        similarity=plan.similarity,
+    )

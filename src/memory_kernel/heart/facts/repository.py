@@ -1,0 +1,368 @@
+"""SQL for facts. Functions take the caller's connection and never commit; every query is
+scoped by ``agent_id`` (invariant 1, and what lets Postgres prune to one partition)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import (
+    ColumnElement,
+    Text,
+    bindparam,
+    cast,
+    func,
+    literal_column,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, UUID
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memory_kernel.models.enums import FactStatus
+from memory_kernel.models.facts import Fact
+from memory_kernel.storage.search import AnyRow, nearest
+from memory_kernel.storage.tables import facts
+
+__all__ = [
+    "CURRENT",
+    "FACT_COLUMNS",
+    "as_of",
+    "by_ids",
+    "candidates_by_subject",
+    "chain_step",
+    "insert_facts",
+    "link_contradictions",
+    "lock_agents",
+    "neighbours",
+    "neighbours_many",
+    "pending",
+    "reinforce",
+    "restore_settings",
+    "same_text",
+    "supersede",
+    "text_search",
+    "to_fact",
+    "vector_literal",
+]
+
+Vector = npt.NDArray[np.float32]
+CURRENT = (FactStatus.ACTIVE.value, FactStatus.PENDING_EMBED.value)
+FACT_COLUMNS = [c for c in facts.c if c.name not in ("embedding", "search_tsv")]
+# The text-search configuration of the generated ``search_tsv`` column (a constant).
+_ENGLISH: ColumnElement[Any] = literal_column("'english'::regconfig")
+_CANDIDATE_COLUMNS = [
+    facts.c.id,
+    facts.c.content,
+    facts.c.subject_key,
+    facts.c.valid_from,
+    facts.c.embedding,
+]
+
+
+def to_fact(row: AnyRow) -> Fact:
+    m = row._mapping
+    return Fact(
+        id=m["id"],
+        agent_id=m["agent_id"],
+        subject=m["subject"],
+        subject_key=m["subject_key"],
+        content=m["content"],
+        category=m["category"],
+        confidence=m["confidence"],
+        status=FactStatus(m["status"]),
+        explicit=m["explicit"],
+        superseded_by=m["superseded_by"],
+        merged_into=m["merged_into"],
+        contradicts=tuple(m["contradicts"] or ()),
+        derived_from=tuple(m["derived_from"] or ()),
+        evidence_count=m["evidence_count"],
+        last_evidence_at=m["last_evidence_at"],
+        valid_from=m["valid_from"],
+        valid_to=m["valid_to"],
+        metadata=dict(m["metadata"] or {}),
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+    )
+
+
+async def lock_agents(conn: AsyncConnection, agent_ids: Iterable[str]) -> dict[str, str]:
+    """Serialise fact writes per agent until the transaction ends, and tune the planner for
+    the learn path; returns the settings to give back with :func:`restore_settings`.
+
+    Dedup, value-change and subject supersession read-then-write; without the lock two
+    concurrent learns could both miss each other. Sorted, so two batches never deadlock.
+    The learn path needs only a few nearest facts: a short HNSW candidate list is plenty,
+    and the planner must not trade the HNSW scan inside the batched lateral kNN for a
+    sequential scan (its cost model does at a few thousand rows, ~40x slower measured).
+    """
+    saved: dict[str, str] = {}
+    for n, agent_id in enumerate(sorted(set(agent_ids))):
+        if n > 0:
+            await conn.execute(_LOCK, {"key": f"mk-facts:{agent_id}"})
+            continue
+        row = (await conn.execute(_LOCK_AND_TUNE, {"key": f"mk-facts:{agent_id}"})).one()
+        saved = {"enable_seqscan": row.seqscan, "hnsw.ef_search": row.ef}
+    return saved
+
+
+_LOCK = text("SELECT pg_advisory_xact_lock(hashtext(:key))")
+_LOCK_AND_TUNE = text(
+    "SELECT pg_advisory_xact_lock(hashtext(:key)),"
+    " current_setting('enable_seqscan') AS seqscan, current_setting('hnsw.ef_search') AS ef,"
+    " set_config('enable_seqscan', 'off', true), set_config('hnsw.ef_search', '40', true)"
+)
+
+
+async def restore_settings(conn: AsyncConnection, saved: dict[str, str]) -> None:
+    """Give the caller's transaction its planner settings back (``learn_in`` composes)."""
+    if saved:
+        await conn.execute(
+            text(
+                "SELECT set_config('enable_seqscan', :s, true),"
+                " set_config('hnsw.ef_search', :e, true)"
+            ),
+            {"s": saved["enable_seqscan"], "e": saved["hnsw.ef_search"]},
+        )
+
+
+async def candidates_by_subject(
+    conn: AsyncConnection, agent_id: str, keys: Sequence[str]
+) -> Sequence[AnyRow]:
+    """Current facts of these subject keys (with their vectors, to compare in memory)."""
+    if not keys:
+        return []
+    stmt = select(*_CANDIDATE_COLUMNS).where(
+        facts.c.agent_id == agent_id,
+        facts.c.subject_key.in_(list(keys)),
+        facts.c.status.in_(CURRENT),
+    )
+    return (await conn.execute(stmt)).all()
+
+
+async def same_text(conn: AsyncConnection, agent_id: str, content: str) -> Sequence[AnyRow]:
+    """Current facts whose words match ``content`` (full-text prefilter; the caller compares
+    exactly). The path for facts that have no vector."""
+    query = func.plainto_tsquery(_ENGLISH, cast(content, Text))
+    stmt = (
+        select(*_CANDIDATE_COLUMNS)
+        .where(
+            facts.c.agent_id == agent_id,
+            facts.c.status.in_(CURRENT),
+            facts.c.search_tsv.bool_op("@@")(query),
+        )
+        .limit(50)
+    )
+    return (await conn.execute(stmt)).all()
+
+
+async def neighbours(
+    conn: AsyncConnection, agent_id: str, vector: Vector, k: int
+) -> Sequence[AnyRow]:
+    return await nearest(
+        conn, facts, agent_id=agent_id, vector=vector, k=k, columns=_CANDIDATE_COLUMNS[:4]
+    )
+
+
+# The vectors are parsed once in a materialised CTE: a cast inside the lateral ORDER BY would
+# re-parse the text form for every row compared.
+_KNN_MANY = text(
+    "WITH q AS MATERIALIZED ("
+    "   SELECT ord, CAST(v AS vector) AS v"
+    "   FROM unnest(CAST(:vectors AS text[])) WITH ORDINALITY AS t(v, ord))"
+    " SELECT q.ord AS ord, n.id, n.content, n.subject_key, n.valid_from, n.distance"
+    " FROM q CROSS JOIN LATERAL ("
+    "   SELECT f.id, f.content, f.subject_key, f.valid_from, f.embedding <=> q.v AS distance"
+    "   FROM facts f"
+    "   WHERE f.agent_id = :agent_id AND f.status = 'active' AND f.embedding IS NOT NULL"
+    "   ORDER BY f.embedding <=> q.v LIMIT :k"
+    " ) AS n"
+)
+
+
+def vector_literal(vector: Vector) -> str:
+    """pgvector's text form, built with one C-level format per vector (pgvector's own
+    converter formats float by float, which dominated bulk learns)."""
+    values = vector.tolist()
+    return "[" + (",".join(["%.7g"] * len(values)) % tuple(values)) + "]"
+
+
+async def neighbours_many(
+    conn: AsyncConnection, agent_id: str, vectors: Vector, k: int
+) -> list[list[AnyRow]]:
+    """The ``k`` nearest searchable facts of each vector, in one round trip."""
+    found: list[list[AnyRow]] = [[] for _ in range(len(vectors))]
+    if len(vectors) == 0:
+        return found
+    rows = await conn.execute(
+        _KNN_MANY,
+        {"vectors": [vector_literal(v) for v in vectors], "agent_id": agent_id, "k": k},
+    )
+    for row in rows:
+        found[int(row.ord) - 1].append(row)
+    return found
+
+
+_INSERT = facts.insert().values(
+    embedding=cast(bindparam("b_embedding", type_=Text), facts.c.embedding.type)
+)
+
+
+async def insert_facts(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    """Bulk insert; vectors travel as pgvector text made by :func:`vector_literal`."""
+    if not rows:
+        return
+    params = []
+    for row in rows:
+        data = {k: v for k, v in row.items() if k != "embedding"}
+        vector = row["embedding"]
+        data["b_embedding"] = None if vector is None else vector_literal(vector)
+        params.append(data)
+    await conn.execute(_INSERT, params)
+
+
+async def by_ids(conn: AsyncConnection, agent_id: str, ids: Sequence[uuid.UUID]) -> list[Fact]:
+    if not ids:
+        return []
+    stmt = select(*FACT_COLUMNS).where(facts.c.agent_id == agent_id, facts.c.id.in_(list(ids)))
+    found = {row.id: to_fact(row) for row in await conn.execute(stmt)}
+    return [found[i] for i in ids if i in found]
+
+
+async def supersede(
+    conn: AsyncConnection,
+    agent_id: str,
+    pairs: Sequence[tuple[uuid.UUID, uuid.UUID]],
+    now: datetime,
+) -> None:
+    """Retire ``(old, new)`` pairs: status superseded, pointer to the new fact, valid_to."""
+    if not pairs:
+        return
+    stmt = (
+        update(facts)
+        .where(facts.c.agent_id == bindparam("b_agent"), facts.c.id == bindparam("b_old"))
+        .values(
+            status=FactStatus.SUPERSEDED.value,
+            superseded_by=bindparam("b_new"),
+            valid_to=bindparam("b_now"),
+            updated_at=bindparam("b_now"),
+        )
+    )
+    params = [{"b_agent": agent_id, "b_old": o, "b_new": n, "b_now": now} for o, n in pairs]
+    await conn.execute(stmt, params)
+
+
+async def reinforce(
+    conn: AsyncConnection,
+    agent_id: str,
+    fact_id: uuid.UUID,
+    *,
+    times: int,
+    now: datetime,
+    derived_from: Sequence[uuid.UUID] = (),
+) -> Fact:
+    """``times`` pieces of new evidence: c <- 1 - (1 - c) * 0.95^times (c += 0.05(1 - c) each)."""
+    values: dict[str, Any] = {
+        "evidence_count": facts.c.evidence_count + times,
+        "confidence": 1.0 - (1.0 - facts.c.confidence) * func.power(0.95, times),
+        "last_evidence_at": now,
+        "updated_at": now,
+    }
+    if derived_from:
+        extra = bindparam("b_derived", list(derived_from), type_=ARRAY(UUID(as_uuid=True)))
+        values["derived_from"] = func.array_cat(facts.c.derived_from, extra)
+    stmt = (
+        update(facts)
+        .where(facts.c.agent_id == agent_id, facts.c.id == fact_id)
+        .values(**values)
+        .returning(*FACT_COLUMNS)
+    )
+    return to_fact((await conn.execute(stmt)).one())
+
+
+async def link_contradictions(
+    conn: AsyncConnection,
+    agent_id: str,
+    pairs: Sequence[tuple[uuid.UUID, uuid.UUID]],
+    now: datetime,
+) -> None:
+    """Add ``new`` to each ``old`` fact's ``contradicts`` (the new row carries its own)."""
+    if not pairs:
+        return
+    stmt = (
+        update(facts)
+        .where(facts.c.agent_id == bindparam("b_agent"), facts.c.id == bindparam("b_old"))
+        .values(
+            contradicts=func.array_append(facts.c.contradicts, bindparam("b_new")),
+            updated_at=bindparam("b_now"),
+        )
+    )
+    params = [{"b_agent": agent_id, "b_old": o, "b_new": n, "b_now": now} for o, n in pairs]
+    await conn.execute(stmt, params)
+
+
+async def chain_step(
+    conn: AsyncConnection, agent_id: str, ids: Sequence[uuid.UUID]
+) -> Sequence[AnyRow]:
+    """Facts linked to ``ids`` by ``superseded_by`` in either direction (one hop)."""
+    older = select(facts.c.superseded_by).where(
+        facts.c.agent_id == agent_id, facts.c.id.in_(list(ids))
+    )
+    stmt = select(*FACT_COLUMNS).where(
+        facts.c.agent_id == agent_id,
+        (facts.c.superseded_by.in_(list(ids))) | (facts.c.id.in_(older.scalar_subquery())),
+    )
+    return (await conn.execute(stmt)).all()
+
+
+async def as_of(conn: AsyncConnection, agent_id: str, when: datetime) -> list[Fact]:
+    stmt = (
+        select(*FACT_COLUMNS)
+        .where(
+            facts.c.agent_id == agent_id,
+            facts.c.status != FactStatus.REJECTED.value,
+            facts.c.valid_from <= when,
+            (facts.c.valid_to.is_(None)) | (facts.c.valid_to > when),
+        )
+        .order_by(facts.c.valid_from, facts.c.created_at, facts.c.id)
+    )
+    return [to_fact(row) for row in await conn.execute(stmt)]
+
+
+async def text_search(
+    conn: AsyncConnection,
+    agent_id: str,
+    query: str,
+    *,
+    statuses: Sequence[str],
+    k: int,
+    min_confidence: float,
+) -> Sequence[AnyRow]:
+    """Full-text matches of any query word (OR), best ``ts_rank`` first."""
+    # plainto_tsquery ANDs the words; one matching word should be enough to be found.
+    words = cast(func.plainto_tsquery(_ENGLISH, cast(query, Text)), Text)
+    tsq = cast(func.replace(words, "&", "|"), TSQUERY)
+    rank = func.ts_rank(facts.c.search_tsv, tsq).label("rank")
+    where: list[ColumnElement[bool]] = [
+        facts.c.agent_id == agent_id,
+        facts.c.status.in_(list(statuses)),
+        facts.c.confidence >= min_confidence,
+        facts.c.search_tsv.bool_op("@@")(tsq),
+    ]
+    stmt = select(*FACT_COLUMNS, rank).where(*where).order_by(rank.desc()).limit(k)
+    return (await conn.execute(stmt)).all()
+
+
+async def pending(conn: AsyncConnection, agent_id: str, limit: int) -> Sequence[AnyRow]:
+    stmt = (
+        select(*FACT_COLUMNS)
+        .where(facts.c.agent_id == agent_id, facts.c.status == FactStatus.PENDING_EMBED.value)
+        .order_by(facts.c.valid_from, facts.c.created_at)
+        .limit(limit)
+    )
+    return (await conn.execute(stmt)).all()

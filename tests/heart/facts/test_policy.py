@@ -1,0 +1,168 @@
+"""Pure fact policy: features, meaning flips, pair relations, admission, learn plans —
+no database."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from memory_kernel.config import HeartConfig
+from memory_kernel.heart.facts.admission import AdmissionReason, admit_fact
+from memory_kernel.heart.facts.normalise import features, normalise_content, stem, value_of
+from memory_kernel.heart.facts.polarity import flip_reason
+from memory_kernel.heart.facts.policy import Candidate, NewFact, plan_learn, reinforced
+from memory_kernel.heart.facts.relation import PairRelation, RelationThresholds, classify_pair
+from memory_kernel.models.facts import LearnAction
+
+CFG = HeartConfig()
+T = RelationThresholds(
+    dedup_similarity=CFG.fact_dedup_similarity,
+    dedup_coverage=CFG.fact_dedup_coverage,
+    dedup_max_novel=CFG.fact_dedup_max_novel_words,
+    update_similarity=CFG.fact_update_similarity,
+    update_floor=CFG.fact_update_floor,
+    update_shared=CFG.fact_update_shared,
+    contradiction_similarity=CFG.fact_contradiction_similarity,
+)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("token", "value"),
+    [("07:05", "7:05"), ("7:05", "7:05"), ("$1,200", "$1200"), ("12.50", "12.5"),
+     ("30%", "30%"), ("five", "5"), ("twice", "2"), ("3rd", "3th"), ("june", "june"),
+     ("table", None), ("may", None)],
+)  # fmt: skip
+def test_values_are_normalised(token: str, value: str | None) -> None:
+    assert value_of(token) == value
+
+
+def test_stems_match_inflections() -> None:
+    assert stem("owned") == stem("owns") == stem("own")
+    assert stem("moved") == stem("move")
+    assert stem("classes") == stem("class")
+    assert stem("running") == stem("run")
+
+
+def test_normalised_content_ignores_case_and_punctuation() -> None:
+    assert normalise_content("The  Cat sat!") == normalise_content("the cat sat")
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("The alarm is on.", "The alarm is off."),
+     ("The export job succeeded.", "The export job failed."),
+     ("Sam likes the new layout.", "Sam does not like the new layout."),
+     ("Mia ranks tea over coffee.", "Mia ranks coffee over tea.")],
+)  # fmt: skip
+def test_flips_are_detected(a: str, b: str) -> None:
+    assert flip_reason(features(a), features(b)) is not None
+
+
+def test_paraphrase_is_not_a_flip() -> None:
+    assert flip_reason(features("Sam likes tea."), features("Sam really likes tea.")) is None
+
+
+def _relation(old: str, new: str, similarity: float) -> PairRelation:
+    return classify_pair(features(old), features(new), similarity, T).relation
+
+
+def test_changed_number_is_an_update_never_a_duplicate() -> None:
+    assert _relation("The queue holds 500 jobs.", "The queue holds 800 jobs.", 0.9) == (
+        PairRelation.UPDATE
+    )
+
+
+def test_same_time_written_differently_is_a_duplicate() -> None:
+    old, new = "The sync starts at 09:00 UTC.", "The sync starts at 9:00 UTC."
+    assert _relation(old, new, 0.8) is PairRelation.DUPLICATE
+
+
+def test_swapped_slot_value_is_an_update() -> None:
+    old, new = "The billing API is owned by team Red.", "The billing API is owned by team Blue."
+    assert _relation(old, new, 0.8) is PairRelation.UPDATE
+
+
+def test_opposite_meaning_is_a_contradiction() -> None:
+    old, new = "Dark mode is enabled for admins.", "Dark mode is disabled for admins."
+    assert _relation(old, new, 0.85) is PairRelation.CONTRADICTION
+
+
+def test_same_head_with_change_marker_is_an_update_at_low_similarity() -> None:
+    old, new = "Tom rents a flat in Leeds.", "Tom now rents a house in York."
+    assert _relation(old, new, 0.3) is PairRelation.UPDATE
+
+
+def test_added_detail_is_neither_duplicate_nor_update() -> None:
+    old, new = "Ana visited Lisbon.", "Ana visited Lisbon in 2019 with her team."
+    assert _relation(old, new, 0.7) is PairRelation.UNRELATED
+
+
+def test_dissimilar_is_unrelated() -> None:
+    assert _relation("Ana visited Lisbon.", "The router needs a firmware update.", 0.05) is (
+        PairRelation.UNRELATED
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [("Hi there!", AdmissionReason.GREETING), ("Thanks, sounds great.", AdmissionReason.GREETING),
+     ("Stuff happened.", AdmissionReason.VAGUE),
+     ("We chatted about things.", AdmissionReason.VAGUE),
+     ("Honesty is important.", AdmissionReason.PLATITUDE),
+     ("Python is a programming language.", AdmissionReason.UNIVERSAL),
+     ("Cats are animals.", AdmissionReason.UNIVERSAL), ("...", AdmissionReason.NO_CONTENT)],
+)  # fmt: skip
+def test_admission_rejects_noise(text: str, reason: AdmissionReason) -> None:
+    decision = admit_fact(text)
+    assert not decision.admitted
+    assert decision.reason is reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Noor's build machine has 64 GB of RAM.", "Our on-call rotation changes on Mondays.",
+     "I am vegetarian.", "The billing export runs at 04:00 UTC.", "Kai prefers async reviews."],
+)  # fmt: skip
+def test_admission_keeps_specific_facts(text: str) -> None:
+    assert admit_fact(text).admitted
+
+
+def test_explicit_bypasses_the_gate() -> None:
+    assert admit_fact("Hello!", explicit=True).reason is AdmissionReason.EXPLICIT
+
+
+def test_reinforcement_grows_asymptotically() -> None:
+    assert reinforced(0.7) == pytest.approx(0.715)
+    assert reinforced(0.7, 2) == pytest.approx(0.715 + 0.05 * (1 - 0.715))
+    assert reinforced(0.99, 100) < 1.0
+
+
+def _cand(text: str, subject: str | None, sim: float | None) -> Candidate:
+    return Candidate(uuid.uuid4(), features(text), subject, sim, NOW)
+
+
+def test_plan_same_subject_supersedes_all_and_ignores_similarity() -> None:
+    olds = [_cand("006 is planned", "006 status", None), _cand("006 draft", "006 status", 0.1)]
+    plan = plan_learn(NewFact(features("006 is shipped"), "006 status"), olds, T)
+    assert plan.action is LearnAction.SUPERSEDED
+    assert {r.id for r in plan.supersede} == {c.id for c in olds}
+
+
+def test_plan_same_subject_duplicate_reinforces() -> None:
+    old = _cand("006 is shipped.", "006 status", 0.99)
+    plan = plan_learn(NewFact(features("006 is shipped"), "006 status"), [old], T)
+    assert plan.action is LearnAction.REINFORCED
+    assert plan.reinforce == old.id
+
+
+def test_plan_different_subjects_are_never_merged_or_replaced() -> None:
+    old = _cand("The limit is 100.", "api limit", 0.95)
+    plan = plan_learn(NewFact(features("The limit is 200."), "disk limit"), [old], T)
+    assert plan.action is LearnAction.ADDED
+
+
+def test_plan_without_candidates_adds() -> None:
+    assert plan_learn(NewFact(features("x y z"), None), [], T).action is LearnAction.ADDED
