@@ -25,7 +25,7 @@ from memory_kernel.context.recall import (
     diversity_sample,
     rank_candidates,
 )
-from memory_kernel.errors import EmbedderError
+from memory_kernel.errors import EmbedderError, InvalidVectorError
 from memory_kernel.models.context import MemoryHit, MemorySource
 from memory_kernel.runtime import Runtime
 from memory_kernel.similarity import words
@@ -60,7 +60,8 @@ class Recaller:
             return None
         try:
             vector = (await self._rt.embed([text]))[0]
-        except EmbedderError as exc:
+        except (EmbedderError, InvalidVectorError) as exc:
+            # A NaN or wrong-size answer is an embedder outage too, not the caller's fault.
             _log.warning("recall without a query vector (full text only): %s", exc)
             return None
         return vector if float(np.linalg.norm(vector)) > 0.0 else None

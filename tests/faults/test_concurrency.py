@@ -1,0 +1,127 @@
+"""Concurrency: many writers at once never break an invariant.
+
+* 50 concurrent ``learn`` on one subject: exactly one current fact, the whole chain in its
+  history (nothing lost, nothing forked);
+* 20 concurrent ``start`` of the same episode: one episode;
+* concurrent duplicate deliberations: one decision;
+* two ``consolidate_all`` workers (two kernels, two pools): never the same agent at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+
+import pytest
+from sqlalchemy import func, select
+
+from memory_kernel import FactStatus, MemoryKernel
+from memory_kernel.models.consolidation import AgentRunStatus, ConsolidationProgress
+from memory_kernel.models.episodes import EpisodeInput
+from memory_kernel.models.facts import FactInput, LearnAction
+from memory_kernel.storage.tables import decisions, episodes, facts
+from memory_kernel.testing import FakeEmbedder, FrozenClock
+from tests.conftest import schema_config
+
+pytestmark = pytest.mark.faults
+
+
+async def _count(kernel: MemoryKernel, stmt: object) -> int:
+    async with kernel.database.connection() as conn:
+        return int(await conn.scalar(stmt) or 0)  # type: ignore[call-overload]
+
+
+async def test_fifty_concurrent_learns_on_one_subject(kernel: MemoryKernel) -> None:
+    inputs = [
+        FactInput(
+            agent_id="a",
+            subject="deploy target",
+            content=f"The billing service deploys to host number {i} in rack {i * 7}",
+        )
+        for i in range(50)
+    ]
+    outcomes = await asyncio.gather(*(kernel.heart.facts.learn(f) for f in inputs))
+    stored = {o.fact.id for o in outcomes if o.action is not LearnAction.REJECTED}
+    current = await _count(
+        kernel,
+        select(func.count()).where(
+            facts.c.agent_id == "a",
+            facts.c.subject_key.is_not(None),
+            facts.c.status.in_([FactStatus.ACTIVE.value, FactStatus.PENDING_EMBED.value]),
+        ),
+    )
+    assert current == 1
+    chain = await kernel.heart.facts.history(next(iter(stored)), agent_id="a")
+    assert {f.id for f in chain} == stored, "every stored fact is in the one history chain"
+    retired = [f for f in chain if not f.is_current]
+    assert all(f.superseded_by is not None for f in retired)
+    assert len(chain) - len(retired) == 1
+
+
+async def test_twenty_concurrent_starts_of_one_episode(kernel: MemoryKernel) -> None:
+    episode = EpisodeInput(agent_id="a", session_id="s", summary="Migrate the billing database")
+    started = await asyncio.gather(*(kernel.heart.episodes.start(episode) for _ in range(20)))
+    assert len({s.episode.id for s in started}) == 1
+    assert sum(not s.deduplicated for s in started) == 1
+    assert await _count(kernel, select(func.count()).where(episodes.c.agent_id == "a")) == 1
+
+
+async def test_concurrent_duplicate_deliberations_record_one(kernel: MemoryKernel) -> None:
+    description = "Adopt PostgreSQL with pgvector as the only store for agent memory"
+    ids = await asyncio.gather(
+        *(kernel.brain.start("a", "s", description, frame="decision") for _ in range(10))
+    )
+    assert len([i for i in ids if i is not None]) == 1
+    rows = await _count(
+        kernel, select(func.count()).where(decisions.c.agent_id == "a", decisions.c.active)
+    )
+    assert rows == 1
+
+
+async def test_two_consolidate_all_workers_never_share_an_agent(
+    pg_dsn: str, drop_schema: str
+) -> None:
+    config = schema_config(drop_schema, consolidation={"embed_worker": False})
+    clock, embedder = FrozenClock(), FakeEmbedder()
+    first = await MemoryKernel.open(pg_dsn, config=config, clock=clock, embedder=embedder)
+    second = await MemoryKernel.open(pg_dsn, config=config, clock=clock, embedder=embedder)
+    try:
+        agents = [f"agent-{i}" for i in range(6)]
+        for agent in agents:
+            await first.heart.facts.learn_many(
+                [
+                    FactInput(
+                        agent_id=agent,
+                        content=f"Team {agent} reviews topic {j} every week with lead {j % 3}",
+                        defer_embedding=True,
+                        explicit=True,
+                    )
+                    for j in range(25)
+                ]
+            )
+        seen: dict[tuple[str, str], list[float]] = defaultdict(list)
+
+        def recorder(worker: str) -> object:
+            def record(progress: ConsolidationProgress) -> None:
+                if progress.phase != "lock":  # before the try-lock: not yet "inside"
+                    seen[(worker, progress.agent_id)].append(time.monotonic())
+
+            return record
+
+        reports = await asyncio.gather(
+            first.consolidate_all(concurrency=3, progress=recorder("w1")),  # type: ignore[arg-type]
+            second.consolidate_all(concurrency=3, progress=recorder("w2")),  # type: ignore[arg-type]
+        )
+    finally:
+        await first.close()
+        await second.close()
+    for agent in agents:
+        runs = [seen[(w, agent)] for w in ("w1", "w2") if seen[(w, agent)]]
+        assert runs, f"nobody consolidated {agent}"
+        if len(runs) == 2:
+            (a0, a1), (b0, b1) = ((min(r), max(r)) for r in runs)
+            assert a1 < b0 or b1 < a0, f"both workers were inside {agent} at once"
+    statuses = [a.status for r in reports for a in r.agents]
+    assert AgentRunStatus.FAILED not in statuses
+    assert statuses.count(AgentRunStatus.DONE) >= len(agents)
