@@ -57,13 +57,17 @@ class Result:
     note: str = ""
 
 
+NOISE = 1.0  # noise norm relative to the cluster centre's (set by --noise)
+
+
 def clustered(rng: np.random.Generator, n: int, clusters: int) -> Matrix:
     """Unit vectors around ``clusters`` random centres: realistic, not trivially separable."""
     centres = rng.normal(size=(clusters, DIM))
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     spread = rng.uniform(0.6, 1.2, size=(clusters, 1))
     labels = rng.integers(0, clusters, size=n)
-    points = centres[labels] + spread[labels] * rng.normal(size=(n, DIM)) / np.sqrt(DIM) * 3
+    noise = rng.normal(size=(n, DIM)) / np.sqrt(DIM)  # unit-norm noise on average
+    points = centres[labels] + NOISE * spread[labels] * noise
     points /= np.linalg.norm(points, axis=1, keepdims=True)
     return np.asarray(points, dtype=np.float32)
 
@@ -202,7 +206,15 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=100)
     parser.add_argument("--queries", type=int, default=20, help="queries per agent")
     parser.add_argument("--dsn", default=None, help="PostgreSQL URL (default: embedded)")
+    parser.add_argument(
+        "--noise",
+        type=float,
+        default=1.0,
+        help="noise/centre norm ratio: 1 = clustered (default); 3 = near-random, HNSW's worst case",
+    )
     args = parser.parse_args()
+    global NOISE
+    NOISE = args.noise
     results: list[Result] = []
     for rows in (int(s) for s in args.sizes.split(",")):
         results += asyncio.run(run_size(rows, args.agents, args.queries, args.dsn))

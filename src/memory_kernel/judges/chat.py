@@ -17,16 +17,13 @@ import json
 import re
 from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import pydantic
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from memory_kernel._openai_http import OpenAICompatibleHTTP
 from memory_kernel.errors import ConfigError, JudgeError
 from memory_kernel.judges.base import AdmissionRequest, AdmissionVerdict
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = ["ADMISSION_SYSTEM_PROMPT", "ChatJudge", "admission_prompt"]
 
@@ -64,13 +61,6 @@ class _Choice(pydantic.BaseModel):
 
 class _Completion(pydantic.BaseModel):
     choices: list[_Choice] = pydantic.Field(min_length=1)
-
-
-class _Retryable(Exception):
-    """A 429/5xx answer: the server may recover, so the request is tried again."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(f"HTTP {status} {reason}")
 
 
 def _listed(items: Sequence[str]) -> dict[str, Any]:
@@ -123,26 +113,26 @@ class ChatJudge:
         temperature: float = 0.0,
         json_mode: bool = True,
     ) -> None:
-        try:
-            import httpx
-        except ImportError as exc:
-            raise ConfigError("ChatJudge needs httpx: pip install 'memory-kernel[openai]'") from exc
         if timeout <= 0 or max_retries < 0 or max_concurrency < 1:
             raise ConfigError(
                 "ChatJudge needs timeout > 0, max_retries >= 0 and max_concurrency >= 1; got "
                 f"timeout={timeout}, max_retries={max_retries}, max_concurrency={max_concurrency}"
             )
-        self._httpx = httpx
-        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._http = OpenAICompatibleHTTP(
+            base_url.rstrip("/") + "/chat/completions",
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            wait_first=_WAIT_FIRST,
+            wait_max=_WAIT_MAX,
+            error=JudgeError,
+            extra="ChatJudge",
+        )
+        self._url = self._http.url
         self._model = model
-        self._api_key = api_key
-        self._timeout = timeout
-        self._max_retries = max_retries
         self._max_concurrency = max_concurrency
         self._temperature = temperature
         self._json_mode = json_mode
-        # Created on first use so the client belongs to the event loop that uses it.
-        self._client: httpx.AsyncClient | None = None
 
     @property
     def name(self) -> str:
@@ -170,9 +160,7 @@ class ChatJudge:
         return list(await asyncio.gather(*(one(p) for p in prompts)))
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        await self._http.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -189,42 +177,7 @@ class ChatJudge:
         # Never show the API key.
         return f"ChatJudge(url={self._url!r}, model={self._model!r})"
 
-    def _get_client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-            self._client = self._httpx.AsyncClient(
-                timeout=self._httpx.Timeout(self._timeout), headers=headers
-            )
-        return self._client
-
     async def _chat(self, system: str, prompt: str) -> bytes:
-        attempts = self._max_retries + 1
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(attempts),
-            wait=wait_exponential(multiplier=_WAIT_FIRST, max=_WAIT_MAX),
-            retry=retry_if_exception(self._is_retryable),
-            reraise=True,
-        )
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    return await self._post_once(system, prompt)
-        except _Retryable as exc:
-            raise JudgeError(
-                f"judge {self.name!r}: {self._url} answered {exc} after {attempts} attempts"
-            ) from exc
-        except self._httpx.TransportError as exc:
-            kind = "timed out" if isinstance(exc, self._httpx.TimeoutException) else "failed"
-            raise JudgeError(
-                f"judge {self.name!r}: request to {self._url} {kind} after {attempts} "
-                f"attempts ({type(exc).__name__})"
-            ) from exc
-        raise AssertionError("unreachable: tenacity either returns or re-raises")
-
-    def _is_retryable(self, exc: BaseException) -> bool:
-        return isinstance(exc, _Retryable | self._httpx.TransportError)
-
-    async def _post_once(self, system: str, prompt: str) -> bytes:
         payload: dict[str, Any] = {
             "model": self._model,
             "temperature": self._temperature,
@@ -235,17 +188,7 @@ class ChatJudge:
         }
         if self._json_mode:
             payload["response_format"] = {"type": "json_object"}
-        response = await self._get_client().post(self._url, json=payload)
-        if response.is_success:
-            return response.content
-        status, reason = response.status_code, response.reason_phrase
-        if status == 429 or status >= 500:
-            raise _Retryable(status, reason)
-        # Other 4xx mean the request itself is wrong (bad key, unknown model).
-        raise JudgeError(
-            f"judge {self.name!r}: {self._url} answered HTTP {status} {reason}: "
-            f"{response.text[:_SNIPPET]}"
-        )
+        return await self._http.post(payload, label=f"judge {self.name!r}")
 
     def _parse(self, body: bytes, schema: type[M]) -> M:
         try:

@@ -1,0 +1,114 @@
+"""The HTTP half shared by the OpenAI-compatible embedder and chat judge.
+
+One place decides what is retried: transport errors, timeouts, HTTP 429 and 5xx, with
+exponential backoff (tenacity); any other non-2xx answer fails at once, because repeating
+a wrong request (bad key, unknown model) only repeats the answer. Failures surface as the
+caller's own error type (``EmbedderError`` or ``JudgeError``), prefixed with its label.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from memory_kernel.errors import ConfigError, MemoryKernelError
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["OpenAICompatibleHTTP"]
+
+_SNIPPET = 200
+
+
+class _RetryableStatus(Exception):
+    """A 429/5xx answer: the server may recover, so the request is tried again."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"HTTP {status} {reason}")
+        self.status = status
+        self.reason = reason
+
+
+class OpenAICompatibleHTTP:
+    """POSTs JSON to ``url`` with bearer auth, bounded attempts and backoff."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        wait_first: float,
+        wait_max: float,
+        error: type[MemoryKernelError],
+        extra: str,
+    ) -> None:
+        try:
+            import httpx
+        except ImportError as exc:
+            raise ConfigError(f"{extra} needs httpx: pip install 'memory-kernel[openai]'") from exc
+        self.url = url
+        self._httpx = httpx
+        self._api_key = api_key
+        self._timeout = timeout
+        self._attempts = max_retries + 1
+        self._wait_first = wait_first
+        self._wait_max = wait_max
+        self._error = error
+        # Created on first use so the client belongs to the event loop that uses it.
+        self._client: httpx.AsyncClient | None = None
+
+    async def post(self, payload: dict[str, Any], *, label: str) -> bytes:
+        """The body of a 2xx answer; otherwise the caller's error type, naming ``label``."""
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=wait_exponential(multiplier=self._wait_first, max=self._wait_max),
+            retry=retry_if_exception(self._is_retryable),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await self._post_once(payload, label)
+        except _RetryableStatus as exc:
+            raise self._error(
+                f"{label}: {self.url} answered HTTP {exc.status} {exc.reason} "
+                f"after {self._attempts} attempts"
+            ) from exc
+        except self._httpx.TransportError as exc:
+            kind = "timed out" if isinstance(exc, self._httpx.TimeoutException) else "failed"
+            raise self._error(
+                f"{label}: request to {self.url} {kind} after {self._attempts} attempts "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
+        raise AssertionError("unreachable: tenacity either returns or re-raises")
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    def _is_retryable(self, exc: BaseException) -> bool:
+        return isinstance(exc, _RetryableStatus | self._httpx.TransportError)
+
+    async def _post_once(self, payload: dict[str, Any], label: str) -> bytes:
+        response = await self._get_client().post(self.url, json=payload)
+        if response.is_success:
+            return response.content
+        status, reason = response.status_code, response.reason_phrase
+        if status == 429 or status >= 500:
+            raise _RetryableStatus(status, reason)
+        raise self._error(
+            f"{label}: {self.url} answered HTTP {status} {reason}: {response.text[:_SNIPPET]}"
+        )
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+            self._client = self._httpx.AsyncClient(
+                timeout=self._httpx.Timeout(self._timeout), headers=headers
+            )
+        return self._client
