@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,7 +13,7 @@ from rich.table import Table
 
 from memory_kernel.config import MemoryKernelConfig, StorageConfig
 from memory_kernel.errors import ConfigError, MemoryKernelError
-from memory_kernel.storage.database import Database
+from memory_kernel.storage.database import Database, ServerInfo
 from memory_kernel.storage.embedded import default_data_dir
 from memory_kernel.storage.url import redact_dsn
 
@@ -51,6 +52,27 @@ def _fail(exc: MemoryKernelError) -> typer.Exit:
     return typer.Exit(code=1)
 
 
+def _run(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run a command's coroutine; library errors become one red line and exit code 1."""
+    try:
+        asyncio.run(coroutine)
+    except MemoryKernelError as exc:
+        raise _fail(exc) from exc
+
+
+async def _server_info(
+    dsn: str | None, data_dir: Path | None, schema: str
+) -> tuple[ServerInfo, str]:
+    """Open the store (creating pgvector and migrating), describe it, close it."""
+    database = await Database.open(dsn, _storage(schema), data_dir=data_dir)
+    try:
+        server = database.server
+        where = f"embedded ({server.data_dir})" if server else redact_dsn(dsn or "")
+        return await database.server_info(), where
+    finally:
+        await database.close()
+
+
 @app.command()
 def doctor(
     dsn: DsnOption = None,
@@ -60,34 +82,25 @@ def doctor(
     """Check the database: versions, schema revision, embedder, data directory."""
 
     async def run() -> None:
-        database = await Database.open(dsn, _storage(schema), data_dir=data_dir)
-        try:
-            info = await database.server_info()
-            table = Table(title="memory-kernel doctor", show_header=False)
-            table.add_column("check", style="bold")
-            table.add_column("value")
-            server = database.server
-            where = f"embedded ({server.data_dir})" if server else redact_dsn(dsn or "")
-            table.add_row("database", where)
-            table.add_row("PostgreSQL", info.postgres_version)
-            table.add_row("pgvector", info.pgvector_version or "[red]missing[/]")
-            table.add_row("schema", f"{schema} @ revision {info.schema_revision}")
-            embedder = (
-                f"{info.embedder_name} (dim {info.embedder_dim})"
-                if info.embedder_name
-                else "none yet (recorded on first open)"
-            )
-            table.add_row("embedder", embedder)
-            table.add_row("default data dir", str(default_data_dir()))
-            console.print(table)
-            console.print("[green]ok[/]: the store is reachable and migrated")
-        finally:
-            await database.close()
+        info, where = await _server_info(dsn, data_dir, schema)
+        table = Table(title="memory-kernel doctor", show_header=False)
+        table.add_column("check", style="bold")
+        table.add_column("value")
+        table.add_row("database", where)
+        table.add_row("PostgreSQL", info.postgres_version)
+        table.add_row("pgvector", info.pgvector_version or "[red]missing[/]")
+        table.add_row("schema", f"{schema} @ revision {info.schema_revision}")
+        embedder = (
+            f"{info.embedder_name} (dim {info.embedder_dim})"
+            if info.embedder_name
+            else "none yet (recorded on first open)"
+        )
+        table.add_row("embedder", embedder)
+        table.add_row("default data dir", str(default_data_dir()))
+        console.print(table)
+        console.print("[green]ok[/]: the store is reachable and migrated")
 
-    try:
-        asyncio.run(run())
-    except MemoryKernelError as exc:
-        raise _fail(exc) from exc
+    _run(run())
 
 
 @app.command()
@@ -99,17 +112,10 @@ def migrate(
     """Create the pgvector extension if needed and migrate the schema to head."""
 
     async def run() -> None:
-        database = await Database.open(dsn, _storage(schema), data_dir=data_dir)
-        try:
-            info = await database.server_info()
-        finally:
-            await database.close()
+        info, _ = await _server_info(dsn, data_dir, schema)
         console.print(f"[green]migrated[/]: schema {schema} at revision {info.schema_revision}")
 
-    try:
-        asyncio.run(run())
-    except MemoryKernelError as exc:
-        raise _fail(exc) from exc
+    _run(run())
 
 
 @app.command()
