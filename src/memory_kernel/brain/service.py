@@ -29,6 +29,7 @@ from memory_kernel.errors import EmbedderError, InvalidVectorError, ValidationEr
 from memory_kernel.models.decisions import MAX_DECISION_BYTES, Decision, DecisionInput
 from memory_kernel.models.enums import Stakes
 from memory_kernel.runtime import Runtime
+from memory_kernel.similarity import words
 from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
 
 __all__ = ["Brain"]
@@ -55,7 +56,10 @@ class Brain:
 
     async def embed_or_none(self, text: str) -> Vector | None:
         """The text's vector, or ``None`` when the embedder is unavailable: decisions are then
-        stored without a vector and dedup falls back to keyword containment."""
+        stored without a vector and dedup falls back to keyword containment. A text without
+        words gets no vector either: it says nothing to compare (the episodes' rule too)."""
+        if not words(text):
+            return None
         try:
             vector = (await self._rt.embed([text]))[0]
         except (EmbedderError, InvalidVectorError) as exc:

@@ -145,7 +145,8 @@ class CognitiveLayer:
         deliberate = deliberates(frame, self._rt.config.brain.auto_deliberation_frames)
         # The summary is at most 200 characters, well inside a decision description.
         description = summarise_message(turn.message)
-        vector = await self._brain.embed_or_none(description) if deliberate else None
+        # One embedding serves the episode's start dedup and the deliberation's dedup.
+        vector = await self._brain.embed_or_none(description)
         # The context is read on its own connections while the turn's writes commit; the
         # task group cancels one if the other fails.
         async with asyncio.TaskGroup() as group:
@@ -209,6 +210,7 @@ class CognitiveLayer:
         episode = await self._heart.episodes.start_in(
             conn,
             EpisodeInput(agent_id=turn.agent_id, session_id=turn.session_id, summary=description),
+            embedding=vector,
         )
         if not deliberate:
             return episode, None

@@ -20,6 +20,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from types import EllipsisType
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -101,11 +102,20 @@ class EpisodeService:
         async with self._rt.db.transaction() as conn:
             return await self._start(conn, episode, vector)
 
-    async def start_in(self, conn: AsyncConnection, episode: EpisodeInput) -> EpisodeStart:
-        """``start`` inside the caller's transaction."""
+    async def start_in(
+        self,
+        conn: AsyncConnection,
+        episode: EpisodeInput,
+        *,
+        embedding: repo.Vector | EllipsisType | None = ...,
+    ) -> EpisodeStart:
+        """``start`` inside the caller's transaction. A caller that already embedded the
+        summary passes ``embedding`` (``None`` = unavailable), so the embedder is not asked
+        again while the caller's transaction holds its locks."""
         check_input(episode)
-        vector = await self._embed_or_none(episode.summary)
-        return await self._start(conn, episode, vector)
+        if isinstance(embedding, EllipsisType):
+            embedding = await self._embed_or_none(episode.summary)
+        return await self._start(conn, episode, embedding)
 
     async def _start(
         self, conn: AsyncConnection, episode: EpisodeInput, vector: repo.Vector | None
