@@ -8,7 +8,8 @@ caller's own error type (``EmbedderError`` or ``JudgeError``), prefixed with its
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
@@ -17,7 +18,7 @@ from memory_kernel.errors import ConfigError, MemoryKernelError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["OpenAICompatibleHTTP"]
+__all__ = ["HTTPBacked", "OpenAICompatibleHTTP"]
 
 _SNIPPET = 200
 
@@ -112,3 +113,24 @@ class OpenAICompatibleHTTP:
                 timeout=self._httpx.Timeout(self._timeout), headers=headers
             )
         return self._client
+
+
+class HTTPBacked:
+    """Closing and ``async with`` for the classes built on :class:`OpenAICompatibleHTTP`."""
+
+    _http: OpenAICompatibleHTTP
+
+    async def aclose(self) -> None:
+        """Release the HTTP connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

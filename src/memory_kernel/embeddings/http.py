@@ -17,14 +17,12 @@ Errors, decided once here so callers can rely on them:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Self
 
 import numpy as np
 import numpy.typing as npt
 import pydantic
 
-from memory_kernel._openai_http import OpenAICompatibleHTTP
+from memory_kernel._openai_http import HTTPBacked, OpenAICompatibleHTTP
 from memory_kernel.embeddings.validation import validate_vectors
 from memory_kernel.errors import ConfigError, EmbedderError
 
@@ -47,7 +45,7 @@ class _Answer(pydantic.BaseModel):
     data: list[_Item]
 
 
-class OpenAICompatibleEmbedder:
+class OpenAICompatibleEmbedder(HTTPBacked):
     """Embeds through ``{base_url}/embeddings`` with ``{"model": ..., "input": [...]}``.
 
     ``max_retries`` counts the extra attempts after the first one; ``timeout`` (seconds)
@@ -103,20 +101,6 @@ class OpenAICompatibleEmbedder:
             for i in range(0, len(texts), self._batch_size)
         ]
         return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         # Never show the API key.

@@ -16,12 +16,11 @@ import asyncio
 import json
 import re
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import pydantic
 
-from memory_kernel._openai_http import OpenAICompatibleHTTP
+from memory_kernel._openai_http import HTTPBacked, OpenAICompatibleHTTP
 from memory_kernel.errors import ConfigError, JudgeError
 from memory_kernel.judges.base import AdmissionRequest, AdmissionVerdict
 
@@ -92,7 +91,7 @@ def admission_prompt(request: AdmissionRequest) -> str:
     return json.dumps(payload, ensure_ascii=False, indent=1)
 
 
-class ChatJudge:
+class ChatJudge(HTTPBacked):
     """A judge that asks ``model`` at ``{base_url}/chat/completions``.
 
     ``timeout`` bounds each HTTP attempt, ``max_retries`` counts the extra attempts,
@@ -158,20 +157,6 @@ class ChatJudge:
                     return exc
 
         return list(await asyncio.gather(*(one(p) for p in prompts)))
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         # Never show the API key.
