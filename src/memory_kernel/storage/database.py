@@ -83,7 +83,7 @@ class Database:
         """Connect to ``dsn`` (or ``MEMORY_KERNEL_DSN``, else the embedded server), create
         pgvector if missing and migrate to head. Nothing about the embedder is decided here."""
         dsn = dsn or os.environ.get("MEMORY_KERNEL_DSN") or None
-        server = None if dsn is not None else await EmbeddedServer.start(data_dir)
+        server = None if dsn is not None else await EmbeddedServer.start(data_dir, config)
         url = normalise_dsn(dsn) if dsn is not None else server.dsn  # type: ignore[union-attr]
         database = cls.create(url, config, server=server)
         try:

