@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.heart.facts import learn_sql
 from memory_kernel.heart.facts import repository as repo
 from memory_kernel.heart.facts.admission import FactAdmission
 from memory_kernel.heart.facts.normalise import TextFeatures, features
@@ -50,11 +51,16 @@ class _Known:
     """A current fact during the batch: a stored one, or one this batch created."""
 
     id: uuid.UUID
-    features: TextFeatures
+    content: str
     subject_key: str | None
     valid_from: datetime
     vector: Vector | None
     row: dict[str, Any] | None = None  # set for facts created by this batch
+
+    @property
+    def features(self) -> TextFeatures:
+        # On demand (and cached by text): most neighbours fetched never become candidates.
+        return features(self.content)
 
 
 def _row(
@@ -175,18 +181,19 @@ async def _load_agent(
     state: _Agent,
 ) -> None:
     keys = sorted({p.subject_key for _, p in items if p.subject_key})
-    for row in await repo.candidates_by_subject(conn, agent_id, keys):
+    with_vec = [(i, p.vector) for i, p in items if p.vector is not None]
+    # Spare neighbours only when earlier items of the batch may retire some of them.
+    fetch = state.k if len(items) == 1 else state.k * 2
+    found = await learn_sql.read_candidates(
+        conn, agent_id, vectors=[v for _, v in with_vec], keys=keys, k=fetch
+    )
+    for row in found.by_subject:
         state.add_known(_known(row, row.embedding))
-    with_vec = [(i, p) for i, p in items if p.vector is not None]
-    if with_vec:
-        vectors = np.stack([p.vector for _, p in with_vec if p.vector is not None])
-        # A few spare neighbours: earlier items of the batch may retire some of them.
-        found = await repo.neighbours_many(conn, agent_id, vectors, state.k * 2)
-        for (i, _), rows in zip(with_vec, found, strict=True):
-            state.similar[i] = [(row.id, 1.0 - float(row.distance)) for row in rows]
-            for row in rows:
-                if row.id not in state.known:
-                    state.add_known(_known(row, None))
+    for (i, _), rows in zip(with_vec, found.nearest, strict=True):
+        state.similar[i] = [(row.id, 1.0 - float(row.distance)) for row in rows]
+        for row in rows:
+            if row.id not in state.known:
+                state.add_known(_known(row, None))
     for i, p in items:
         if p.vector is None and p.admission.admitted:
             matches = await repo.same_text(conn, agent_id, p.input.content)
@@ -202,7 +209,7 @@ def _known(row: AnyRow, vector: Any) -> _Known:
     if vector is not None and hasattr(vector, "to_numpy"):
         vector = vector.to_numpy()  # pgvector's own Vector type, depending on the driver path
     vec = None if vector is None else np.asarray(vector, dtype=np.float32)
-    return _Known(row.id, features(row.content), row.subject_key, row.valid_from, vec)
+    return _Known(row.id, row.content, row.subject_key, row.valid_from, vec)
 
 
 @dataclass(slots=True)
@@ -254,7 +261,7 @@ def _decide(index: int, p: Prepared, at: datetime, state: _Agent, writes: Writes
                 fact_event(agent_id, a, EventKind.CONTRADICTION, at, old.reason,
                        score=old.similarity, related_id=b)
             )  # fmt: skip
-    state.add_new(_Known(new_id, p.features, p.subject_key, at, p.vector, row))
+    state.add_new(_Known(new_id, p.input.content, p.subject_key, at, p.vector, row))
     return _Decided(plan=plan, row=row)
 
 
@@ -329,9 +336,7 @@ async def learn_batch(
             agent_of[d.row["id"]] = p.input.agent_id
         if d.plan is not None and d.plan.reinforce is not None:
             agent_of[d.plan.reinforce] = p.input.agent_id
-    if restore:
-        await repo.restore_settings(conn, saved)
-    refreshed = await apply_writes(conn, writes, agent_of, now)
+    refreshed = await apply_writes(conn, writes, agent_of, now, restore=saved if restore else None)
     return [
         _outcome(p, d, states[p.input.agent_id], refreshed)
         for p, d in zip(items, decided, strict=True)

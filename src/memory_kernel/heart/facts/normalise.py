@@ -133,6 +133,12 @@ def same_stem(a: str, b: str) -> bool:
 
 def value_of(token: str) -> str | None:
     """The normalised value a token denotes, or ``None`` when it is an ordinary word."""
+    if token.isalpha():
+        # Most tokens are plain words, and every pattern below needs a digit: only the
+        # word lists can make a value of them (the learn path runs this per word).
+        if token in _WORD_NUMBERS:
+            return _WORD_NUMBERS[token]
+        return token if token in _CALENDAR else None
     time = _TIME.match(token)
     if time:
         hours, minutes, seconds = time.groups()

@@ -34,13 +34,11 @@ __all__ = [
     "FACT_COLUMNS",
     "as_of",
     "by_ids",
-    "candidates_by_subject",
     "chain_step",
     "insert_facts",
     "link_contradictions",
     "lock_agents",
     "neighbours",
-    "neighbours_many",
     "pending",
     "reinforce",
     "restore_settings",
@@ -131,20 +129,6 @@ async def restore_settings(conn: AsyncConnection, saved: dict[str, str]) -> None
         )
 
 
-async def candidates_by_subject(
-    conn: AsyncConnection, agent_id: str, keys: Sequence[str]
-) -> Sequence[AnyRow]:
-    """Current facts of these subject keys (with their vectors, to compare in memory)."""
-    if not keys:
-        return []
-    stmt = select(*_CANDIDATE_COLUMNS).where(
-        facts.c.agent_id == agent_id,
-        facts.c.subject_key.in_(list(keys)),
-        facts.c.status.in_(CURRENT),
-    )
-    return (await conn.execute(stmt)).all()
-
-
 async def same_text(conn: AsyncConnection, agent_id: str, content: str) -> Sequence[AnyRow]:
     """Current facts whose words match ``content`` (full-text prefilter; the caller compares
     exactly). The path for facts that have no vector."""
@@ -169,43 +153,11 @@ async def neighbours(
     )
 
 
-# The vectors are parsed once in a materialised CTE: a cast inside the lateral ORDER BY would
-# re-parse the text form for every row compared.
-_KNN_MANY = text(
-    "WITH q AS MATERIALIZED ("
-    "   SELECT ord, CAST(v AS vector) AS v"
-    "   FROM unnest(CAST(:vectors AS text[])) WITH ORDINALITY AS t(v, ord))"
-    " SELECT q.ord AS ord, n.id, n.content, n.subject_key, n.valid_from, n.distance"
-    " FROM q CROSS JOIN LATERAL ("
-    "   SELECT f.id, f.content, f.subject_key, f.valid_from, f.embedding <=> q.v AS distance"
-    "   FROM facts f"
-    "   WHERE f.agent_id = :agent_id AND f.status = 'active' AND f.embedding IS NOT NULL"
-    "   ORDER BY f.embedding <=> q.v LIMIT :k"
-    " ) AS n"
-)
-
-
 def vector_literal(vector: Vector) -> str:
     """pgvector's text form, built with one C-level format per vector (pgvector's own
     converter formats float by float, which dominated bulk learns)."""
     values = vector.tolist()
     return "[" + (",".join(["%.7g"] * len(values)) % tuple(values)) + "]"
-
-
-async def neighbours_many(
-    conn: AsyncConnection, agent_id: str, vectors: Vector, k: int
-) -> list[list[AnyRow]]:
-    """The ``k`` nearest searchable facts of each vector, in one round trip."""
-    found: list[list[AnyRow]] = [[] for _ in range(len(vectors))]
-    if len(vectors) == 0:
-        return found
-    rows = await conn.execute(
-        _KNN_MANY,
-        {"vectors": [vector_literal(v) for v in vectors], "agent_id": agent_id, "k": k},
-    )
-    for row in rows:
-        found[int(row.ord) - 1].append(row)
-    return found
 
 
 _INSERT = facts.insert().values(

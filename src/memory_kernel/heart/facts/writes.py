@@ -1,4 +1,4 @@
-"""Writing a decided batch: the bulk statements and the audit events, in one transaction."""
+"""Writing a decided batch: one statement per agent (see ``learn_sql``), in one transaction."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory_kernel.heart.facts import repository as repo
+from memory_kernel.heart.facts.learn_sql import RowChange, write_agent
 from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind
 from memory_kernel.models.facts import Fact
-from memory_kernel.storage.events import Event, write_events
+from memory_kernel.storage.events import Event
 
 __all__ = ["Writes", "apply_writes", "fact_event"]
 
@@ -47,27 +47,55 @@ def fact_event(
     )
 
 
-async def apply_writes(
-    conn: AsyncConnection, writes: Writes, agent_of: dict[uuid.UUID, str], at: datetime
-) -> dict[uuid.UUID, Fact]:
-    """Apply the collected writes; returns the reinforced stored facts as they are now."""
-    by_agent: dict[str, list[tuple[uuid.UUID, uuid.UUID]]] = {}
+@dataclass(slots=True)
+class _AgentWrites:
+    changes: dict[uuid.UUID, RowChange] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    def change(self, fact_id: uuid.UUID) -> RowChange:
+        return self.changes.setdefault(fact_id, RowChange())
+
+
+def _by_agent(writes: Writes, agent_of: dict[uuid.UUID, str]) -> dict[str, _AgentWrites]:
+    """Split the writes per agent and merge every change to one stored fact into one."""
+    out: dict[str, _AgentWrites] = {}
+
+    def of(agent_id: str) -> _AgentWrites:
+        return out.setdefault(agent_id, _AgentWrites())
+
+    for row in writes.rows:
+        of(row["agent_id"]).rows.append(row)
     for old, new in writes.supersede:
-        by_agent.setdefault(agent_of[new], []).append((old, new))
-    # Retire first: the new rows may take over a subject key (one current fact per subject).
-    for agent_id, pairs in by_agent.items():
-        await repo.supersede(conn, agent_id, pairs, at)
-    await repo.insert_facts(conn, writes.rows)
-    links: dict[str, list[tuple[uuid.UUID, uuid.UUID]]] = {}
+        of(agent_of[new]).change(old).superseded_by = new
     for old, new in writes.contradict:
-        links.setdefault(agent_of[new], []).append((old, new))
-    for agent_id, pairs in links.items():
-        await repo.link_contradictions(conn, agent_id, pairs, at)
-    refreshed: dict[uuid.UUID, Fact] = {}
+        of(agent_of[new]).change(old).contradicts.append(new)
     for fact_id, times in writes.reinforce.items():
-        refreshed[fact_id] = await repo.reinforce(
-            conn, agent_of[fact_id], fact_id, times=times, now=at,
-            derived_from=writes.derived.get(fact_id, ()),
+        change = of(agent_of[fact_id]).change(fact_id)
+        change.reinforced += times
+        change.derived_from.extend(writes.derived.get(fact_id, ()))
+    for event in writes.events:
+        of(event.agent_id).events.append(event)
+    return out
+
+
+async def apply_writes(
+    conn: AsyncConnection,
+    writes: Writes,
+    agent_of: dict[uuid.UUID, str],
+    at: datetime,
+    *,
+    restore: dict[str, str] | None = None,
+) -> dict[uuid.UUID, Fact]:
+    """Apply the collected writes; returns the reinforced stored facts as they are now.
+    ``restore``: planner settings to hand back to the caller's transaction."""
+    refreshed: dict[uuid.UUID, Fact] = {}
+    groups = _by_agent(writes, agent_of)
+    if restore and not groups:
+        groups[""] = _AgentWrites()  # nothing to write, but the settings still go back
+    for n, (agent_id, group) in enumerate(sorted(groups.items())):
+        refreshed |= await write_agent(
+            conn, agent_id, changes=group.changes, rows=group.rows, events=group.events,
+            now=at, restore=restore if n == 0 else None,
         )  # fmt: skip
-    await write_events(conn, writes.events)
     return refreshed

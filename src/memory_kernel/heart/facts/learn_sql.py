@@ -1,0 +1,296 @@
+"""The two statements of the learn path: one read of every candidate, one write of the plan.
+
+``learn`` used to cost a statement per concern (subject candidates, nearest facts, retire,
+insert, link, reinforce, events), each a round trip plus its own planning. Here the reads of
+a batch are one statement (the nearest facts of every vector through a lateral kNN, plus the
+current facts of the batch's subjects) and the writes of one agent are one statement of
+data-modifying CTEs. Values always travel as bound arrays; the SQL text is assembled only
+from the constant fragments below, and each shape is built once and cached.
+
+Two rules a single write statement must respect:
+- A row may be updated only once per statement, so every change to a stored fact (retired,
+  linked as a contradiction, reinforced) is merged into one row of the update set first.
+- Retiring must happen before inserting: a new fact may take over the subject of the one it
+  supersedes (one current fact per subject, a unique index checked at insert). The insert
+  reads ``(SELECT count(*) FROM upd)``, which runs the update to completion first.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import TextClause, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memory_kernel.heart.facts.repository import to_fact, vector_literal
+from memory_kernel.models.facts import Fact
+from memory_kernel.storage.events import Event
+from memory_kernel.storage.search import AnyRow
+
+__all__ = ["Candidates", "RowChange", "read_candidates", "write_agent"]
+
+Vector = npt.NDArray[np.float32]
+
+# -- the read -----------------------------------------------------------------------------
+
+# The vectors are parsed once in a materialised CTE: a cast inside the lateral ORDER BY would
+# re-parse the text form for every row compared. The searchable predicate is literal so the
+# planner can prove the partial HNSW index applies.
+_KNN = (
+    "WITH q AS MATERIALIZED ("
+    " SELECT ord, CAST(v AS vector) AS v"
+    " FROM unnest(CAST(:vectors AS text[])) WITH ORDINALITY AS t(v, ord))"
+    " SELECT q.ord AS ord, n.id, n.content, n.subject_key, n.valid_from, n.distance,"
+    " CAST(NULL AS vector) AS embedding"
+    " FROM q CROSS JOIN LATERAL ("
+    " SELECT f.id, f.content, f.subject_key, f.valid_from, f.embedding <=> q.v AS distance"
+    " FROM facts f"
+    " WHERE f.agent_id = :agent_id AND f.status = 'active' AND f.embedding IS NOT NULL"
+    " ORDER BY f.embedding <=> q.v LIMIT :k) AS n"
+)
+# Same-subject facts come with their vectors: the policy compares them in memory.
+_SUBJECT = (
+    "SELECT CAST(0 AS bigint) AS ord, f.id, f.content, f.subject_key, f.valid_from,"
+    " CAST(NULL AS float8) AS distance, f.embedding"
+    " FROM facts f"
+    " WHERE f.agent_id = :agent_id AND f.subject_key = ANY(CAST(:keys AS text[]))"
+    " AND f.status IN ('active', 'pending_embed')"
+)
+
+
+@cache
+def _read_statement(knn: bool, subject: bool) -> TextClause:
+    parts = [_KNN] if knn else []
+    if subject:
+        parts += ["UNION ALL", _SUBJECT] if knn else [_SUBJECT]
+    return text(" ".join(parts))
+
+
+@dataclass(slots=True)
+class Candidates:
+    """What one read found: the nearest facts per vector (in input order) and the current
+    facts of the subjects asked for."""
+
+    nearest: list[list[AnyRow]] = field(default_factory=list)
+    by_subject: list[AnyRow] = field(default_factory=list)
+
+
+async def read_candidates(
+    conn: AsyncConnection,
+    agent_id: str,
+    *,
+    vectors: Sequence[Vector],
+    keys: Sequence[str],
+    k: int,
+) -> Candidates:
+    """The ``k`` nearest searchable facts of each vector and the current facts of ``keys``,
+    in one round trip."""
+    found = Candidates(nearest=[[] for _ in vectors])
+    if not vectors and not keys:
+        return found
+    params: dict[str, Any] = {"agent_id": agent_id}
+    if vectors:
+        params |= {"vectors": [vector_literal(v) for v in vectors], "k": k}
+    if keys:
+        params["keys"] = list(keys)
+    for row in await conn.execute(_read_statement(bool(vectors), bool(keys)), params):
+        if row.ord == 0:
+            found.by_subject.append(row)
+        else:
+            found.nearest[int(row.ord) - 1].append(row)
+    return found
+
+
+# -- the write ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RowChange:
+    """Everything a batch does to one stored fact, merged (a row is updated once)."""
+
+    superseded_by: uuid.UUID | None = None
+    contradicts: list[uuid.UUID] = field(default_factory=list)
+    reinforced: int = 0
+    derived_from: list[uuid.UUID] = field(default_factory=list)
+
+
+_UPDATE = (
+    "upd AS ("
+    " UPDATE facts AS f SET"
+    " status = CASE WHEN u.sup IS NULL THEN f.status ELSE 'superseded' END,"
+    " superseded_by = COALESCE(u.sup, f.superseded_by),"
+    " valid_to = CASE WHEN u.sup IS NULL THEN f.valid_to ELSE CAST(:now AS timestamptz) END,"
+    " contradicts = f.contradicts || CAST(u.links AS uuid[]),"
+    " derived_from = f.derived_from || CAST(u.derived AS uuid[]),"
+    " evidence_count = f.evidence_count + u.times,"
+    # c <- 1 - (1 - c) * 0.95^times: c += 0.05 (1 - c) once per piece of evidence.
+    " confidence = CASE WHEN u.times = 0 THEN f.confidence"
+    " ELSE 1.0 - (1.0 - f.confidence) * power(0.95, u.times) END,"
+    " last_evidence_at = CASE WHEN u.times = 0 THEN f.last_evidence_at"
+    " ELSE CAST(:now AS timestamptz) END,"
+    " updated_at = CAST(:now AS timestamptz)"
+    " FROM unnest(CAST(:u_id AS uuid[]), CAST(:u_sup AS uuid[]), CAST(:u_links AS text[]),"
+    " CAST(:u_times AS int[]), CAST(:u_derived AS text[])) AS u(id, sup, links, times, derived)"
+    " WHERE f.agent_id = :agent_id AND f.id = u.id"
+    " RETURNING f.agent_id, f.id, f.subject, f.subject_key, f.content, f.category,"
+    " f.confidence, f.status, f.explicit, f.superseded_by, f.merged_into, f.contradicts,"
+    " f.derived_from, f.evidence_count, f.last_evidence_at, f.valid_from, f.valid_to,"
+    " f.metadata, f.created_at, f.updated_at, u.times AS times)"
+)
+_INSERT = (
+    "ins AS ("
+    " INSERT INTO facts (agent_id, id, subject, subject_key, content, category, confidence,"
+    " status, explicit, embedding, superseded_by, contradicts, derived_from, evidence_count,"
+    " last_evidence_at, valid_from, valid_to, metadata, created_at, updated_at)"
+    " SELECT :agent_id, r.id, r.subject, r.subject_key, r.content, r.category, r.confidence,"
+    " r.status, r.explicit, CAST(r.embedding AS vector), r.superseded_by,"
+    " CAST(r.contradicts AS uuid[]), CAST(r.derived_from AS uuid[]), r.evidence_count,"
+    " r.last_evidence_at, r.valid_from, r.valid_to, CAST(r.metadata AS jsonb), r.created_at,"
+    " r.updated_at"
+    " FROM unnest(CAST(:i_id AS uuid[]), CAST(:i_subject AS text[]),"
+    " CAST(:i_subject_key AS text[]), CAST(:i_content AS text[]), CAST(:i_category AS text[]),"
+    " CAST(:i_confidence AS float8[]), CAST(:i_status AS text[]), CAST(:i_explicit AS bool[]),"
+    " CAST(:i_embedding AS text[]), CAST(:i_superseded_by AS uuid[]),"
+    " CAST(:i_contradicts AS text[]), CAST(:i_derived_from AS text[]),"
+    " CAST(:i_evidence_count AS int[]), CAST(:i_last_evidence_at AS timestamptz[]),"
+    " CAST(:i_valid_from AS timestamptz[]), CAST(:i_valid_to AS timestamptz[]),"
+    " CAST(:i_metadata AS text[]), CAST(:i_created_at AS timestamptz[]),"
+    " CAST(:i_updated_at AS timestamptz[]))"
+    " AS r(id, subject, subject_key, content, category, confidence, status, explicit,"
+    " embedding, superseded_by, contradicts, derived_from, evidence_count, last_evidence_at,"
+    " valid_from, valid_to, metadata, created_at, updated_at)"
+)
+_AFTER_UPDATE = " WHERE (SELECT count(*) FROM upd) >= 0"
+_EVENTS = (
+    "ev AS ("
+    " INSERT INTO memory_events (agent_id, id, memory_kind, memory_id, event, reason, score,"
+    " decided_by, related_id, details, created_at)"
+    " SELECT :agent_id, e.id, e.kind, e.memory_id, e.event, e.reason, e.score, e.decided_by,"
+    " e.related_id, CAST(e.details AS jsonb), e.created_at"
+    " FROM unnest(CAST(:e_id AS uuid[]), CAST(:e_kind AS text[]), CAST(:e_memory_id AS uuid[]),"
+    " CAST(:e_event AS text[]), CAST(:e_reason AS text[]), CAST(:e_score AS float8[]),"
+    " CAST(:e_decided_by AS text[]), CAST(:e_related_id AS uuid[]),"
+    " CAST(:e_details AS text[]), CAST(:e_created_at AS timestamptz[]))"
+    " AS e(id, kind, memory_id, event, reason, score, decided_by, related_id, details,"
+    " created_at))"
+)
+# Hands the caller's transaction its planner settings back (see repository.lock_agents).
+_RESTORE = (
+    "rs AS (SELECT set_config('enable_seqscan', :s_seqscan, true) AS a,"
+    " set_config('hnsw.ef_search', :s_ef, true) AS b)"
+)
+_REFRESHED = (
+    "agent_id, id, subject, subject_key, content, category, confidence, status, explicit,"
+    " superseded_by, merged_into, contradicts, derived_from, evidence_count, last_evidence_at,"
+    " valid_from, valid_to, metadata, created_at, updated_at"
+)
+
+
+@cache
+def _write_statement(update: bool, insert: bool, events: bool, restore: bool) -> TextClause:
+    ctes = [_UPDATE] if update else []
+    if insert:
+        ctes.append("".join([_INSERT, _AFTER_UPDATE if update else "", ")"]))
+    if events:
+        ctes.append(_EVENTS)
+    if restore:
+        ctes.append(_RESTORE)
+    # Data-modifying CTEs always run; the main query returns the reinforced facts as they
+    # are now, and reads ``rs`` so that the restore (a plain SELECT) runs too.
+    if update and restore:
+        main = ["SELECT", _REFRESHED, "FROM rs LEFT JOIN upd ON upd.times > 0"]
+    elif update:
+        main = ["SELECT", _REFRESHED, "FROM upd WHERE upd.times > 0"]
+    elif restore:
+        main = ["SELECT NULL AS id FROM rs"]
+    else:
+        main = ["SELECT NULL AS id"]
+    head = ["WITH", ", ".join(ctes)] if ctes else []
+    return text(" ".join([*head, *main]))
+
+
+def _uuids(values: Sequence[uuid.UUID]) -> str:
+    """A ``uuid[]`` in Postgres's array text form: lists of different lengths cannot travel
+    as one two-dimensional array, so each list is one text element cast on the server."""
+    return "{" + ",".join(str(v) for v in values) + "}"
+
+
+def _update_params(changes: dict[uuid.UUID, RowChange]) -> dict[str, Any]:
+    ids = list(changes)
+    return {
+        "u_id": ids,
+        "u_sup": [changes[i].superseded_by for i in ids],
+        "u_links": [_uuids(changes[i].contradicts) for i in ids],
+        "u_times": [changes[i].reinforced for i in ids],
+        "u_derived": [_uuids(changes[i].derived_from) for i in ids],
+    }
+
+
+_PLAIN = (
+    "id", "subject", "subject_key", "content", "category", "confidence", "status", "explicit",
+    "superseded_by", "evidence_count", "last_evidence_at", "valid_from", "valid_to",
+    "created_at", "updated_at",
+)  # fmt: skip
+
+
+def _insert_params(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    params: dict[str, Any] = {f"i_{name}": [r[name] for r in rows] for name in _PLAIN}
+    params["i_embedding"] = [
+        None if r["embedding"] is None else vector_literal(r["embedding"]) for r in rows
+    ]
+    params["i_contradicts"] = [_uuids(r["contradicts"]) for r in rows]
+    params["i_derived_from"] = [_uuids(r["derived_from"]) for r in rows]
+    params["i_metadata"] = [json.dumps(r["metadata"]) for r in rows]
+    return params
+
+
+def _event_params(events: Sequence[Event]) -> dict[str, Any]:
+    return {
+        "e_id": [uuid.uuid4() for _ in events],
+        "e_kind": [e.kind.value for e in events],
+        "e_memory_id": [e.memory_id for e in events],
+        "e_event": [e.event.value for e in events],
+        "e_reason": [e.reason for e in events],
+        "e_score": [e.score for e in events],
+        "e_decided_by": [e.decided_by.value for e in events],
+        "e_related_id": [e.related_id for e in events],
+        "e_details": [json.dumps(dict(e.details)) for e in events],
+        "e_created_at": [e.at for e in events],
+    }
+
+
+async def write_agent(
+    conn: AsyncConnection,
+    agent_id: str,
+    *,
+    changes: dict[uuid.UUID, RowChange],
+    rows: Sequence[dict[str, Any]],
+    events: Sequence[Event],
+    now: datetime,
+    restore: dict[str, str] | None = None,
+) -> dict[uuid.UUID, Fact]:
+    """Apply one agent's decided writes in one statement; returns the reinforced stored
+    facts as they are after it. ``restore`` gives back the planner settings saved by
+    ``lock_agents`` (pass ``None`` when the transaction ends right after anyway)."""
+    if not (changes or rows or events or restore):
+        return {}
+    params: dict[str, Any] = {"agent_id": agent_id}
+    if changes:
+        params |= _update_params(changes) | {"now": now}
+    if rows:
+        params |= _insert_params(rows)
+    if events:
+        params |= _event_params(events)
+    if restore:
+        params |= {"s_seqscan": restore["enable_seqscan"], "s_ef": restore["hnsw.ef_search"]}
+    statement = _write_statement(bool(changes), bool(rows), bool(events), bool(restore))
+    result = await conn.execute(statement, params)
+    return {row.id: to_fact(row) for row in result if row.id is not None}

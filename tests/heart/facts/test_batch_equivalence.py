@@ -1,0 +1,141 @@
+"""learn_many writes one statement per agent: it must leave exactly the state that learning
+the same facts one by one leaves, including a stored fact touched several times in one
+batch (reinforced, then linked or superseded) and facts created and retired in the batch."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+import pytest
+from sqlalchemy import select, text
+
+from memory_kernel import MemoryKernel
+from memory_kernel.models.facts import FactInput, LearnAction
+from memory_kernel.storage.tables import facts, memory_events
+
+STORED = [
+    ("Kai owns the deploy pipeline.", None),
+    ("Our cluster has 12 worker nodes.", None),
+    ("Two-factor login is enabled for contractors.", None),
+    ("The VPN endpoint is vpn1.example.com.", "vpn"),
+    ("Backups run every night at 02:00.", None),
+]
+SOURCE = uuid.UUID("00000000-0000-4000-8000-000000000001")
+BATCH: list[tuple[str, str | None, tuple[uuid.UUID, ...]]] = [
+    ("The deploy pipeline is owned by Kai.", None, ()),  # reinforces a stored fact
+    ("Kai owns the deploy pipeline.", None, (SOURCE,)),  # ... again, with provenance
+    ("Our cluster has 12 worker nodes.", None, ()),  # reinforces a stored fact ...
+    ("Our cluster has 16 worker nodes.", None, ()),  # ... which is then superseded
+    ("Two-factor login is disabled for contractors.", None, ()),  # contradicts a stored one
+    ("Two-factor login is enabled for contractors.", None, ()),  # the linked one again
+    ("The VPN endpoint is vpn2.example.com.", "vpn", ()),  # subject supersession
+    ("Hello!", None, ()),  # rejected
+    ("The VPN endpoint is vpn3.example.com.", " VPN ", ()),  # retires a batch fact
+    ("Our cluster has 20 worker nodes.", None, ()),  # retires a batch fact
+    ("Backups run every night at 03:00.", None, ()),  # value change of a stored fact
+    ("Backups run every night at 03:00.", None, ()),  # reinforces a batch fact
+]
+
+
+def _batch(agent: str) -> list[FactInput]:
+    return [FactInput(agent_id=agent, content=c, subject=s, derived_from=d) for c, s, d in BATCH]
+
+
+async def _state(kernel: MemoryKernel, agent: str) -> list[tuple[object, ...]]:
+    """Every row of the agent, with fact ids replaced by contents (ids differ per agent)."""
+    async with kernel.database.connection() as conn:
+        rows = (await conn.execute(select(facts).where(facts.c.agent_id == agent))).all()
+    content = {r.id: r.content for r in rows}
+    return sorted(
+        (
+            r.content, r.status, r.evidence_count, round(r.confidence, 9),
+            content.get(r.superseded_by), tuple(sorted(content[c] for c in r.contradicts)),
+            tuple(str(d) for d in r.derived_from), r.valid_to is not None,
+            r.embedding is not None,
+        )
+        for r in rows
+    )  # fmt: skip
+
+
+async def _events(kernel: MemoryKernel, agent: str) -> Counter[tuple[str, str, str | None]]:
+    async with kernel.database.connection() as conn:
+        rows = (
+            await conn.execute(
+                select(memory_events.c.event, facts.c.content, memory_events.c.related_id)
+                .join(facts, (facts.c.id == memory_events.c.memory_id)
+                      & (facts.c.agent_id == memory_events.c.agent_id))
+                .where(memory_events.c.agent_id == agent)
+            )
+        ).all()  # fmt: skip
+        related = dict(
+            (
+                await conn.execute(
+                    select(facts.c.id, facts.c.content).where(facts.c.agent_id == agent)
+                )
+            ).all()
+        )
+    return Counter((r.event, r.content, related.get(r.related_id)) for r in rows)
+
+
+async def _learn_stored(kernel: MemoryKernel, agent: str) -> None:
+    for content, subject in STORED:
+        await kernel.heart.facts.learn(FactInput(agent_id=agent, content=content, subject=subject))
+
+
+async def test_mixed_batch_leaves_the_state_of_one_by_one(kernel: MemoryKernel) -> None:
+    svc = kernel.heart.facts
+    await _learn_stored(kernel, "seq")
+    await _learn_stored(kernel, "bat")
+    one_by_one = [await svc.learn(f) for f in _batch("seq")]
+    batched = await svc.learn_many(_batch("bat"))
+    summary = [(o.action, len(o.superseded), len(o.contradicts), o.fact.content) for o in batched]
+    assert summary == [
+        (o.action, len(o.superseded), len(o.contradicts), o.fact.content) for o in one_by_one
+    ]
+    assert await _state(kernel, "bat") == await _state(kernel, "seq")
+    assert await _events(kernel, "bat") == await _events(kernel, "seq")
+    # The script does exercise the merged row update: one stored fact reinforced and then
+    # superseded, another reinforced with provenance, one linked as a contradiction.
+    actions = [o.action for o in batched]
+    assert actions[2] is LearnAction.REINFORCED and actions[3] is LearnAction.SUPERSEDED
+    assert actions[4] is LearnAction.CONTRADICTION and actions[7] is LearnAction.REJECTED
+    cluster = next(r for r in await _state(kernel, "bat") if r[0] == STORED[1][0])
+    assert cluster[1:3] == ("superseded", 2)
+    kai = next(r for r in await _state(kernel, "bat") if r[0] == STORED[0][0])
+    assert kai[2] == 3 and kai[6] == (str(SOURCE),)
+
+
+async def test_reinforced_outcome_shows_the_fact_after_the_batch(kernel: MemoryKernel) -> None:
+    svc = kernel.heart.facts
+    first = await svc.learn(FactInput(agent_id="a", content="Lena reviews all DB migrations."))
+    out = await svc.learn_many(
+        [FactInput(agent_id="a", content="Lena reviews all DB migrations.") for _ in range(3)]
+    )
+    assert [o.action for o in out] == [LearnAction.REINFORCED] * 3
+    assert {o.fact.id for o in out} == {first.fact.id}
+    assert out[-1].fact.evidence_count == 4
+    assert out[-1].fact.confidence == pytest.approx(1 - 0.3 * 0.95**3)
+
+
+async def test_batches_of_several_agents_write_each_agent_apart(kernel: MemoryKernel) -> None:
+    svc = kernel.heart.facts
+    inputs = [
+        FactInput(agent_id=agent, content=f"The {agent} build takes {n} minutes.")
+        for n in (5, 7)
+        for agent in ("x", "y")
+    ]
+    out = await svc.learn_many(inputs)
+    assert [o.action for o in out] == [LearnAction.ADDED] * 2 + [LearnAction.SUPERSEDED] * 2
+    assert [o.superseded for o in out[2:]] == [(out[0].fact.id,), (out[1].fact.id,)]
+
+
+async def test_learn_many_in_gives_the_planner_settings_back(kernel: MemoryKernel) -> None:
+    svc = kernel.heart.facts
+    async with kernel.database.transaction() as conn:
+        show = text("SELECT current_setting('enable_seqscan'), current_setting('hnsw.ef_search')")
+        before = (await conn.execute(show)).one()
+        await svc.learn_many_in(conn, [])
+        await svc.learn_many_in(conn, [FactInput(agent_id="a", content="Ops sync is at 9.")])
+        await svc.learn_many_in(conn, [FactInput(agent_id="a", content="Ops sync is at 9.")])
+        assert (await conn.execute(show)).one() == before
