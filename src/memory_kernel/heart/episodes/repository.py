@@ -1,45 +1,72 @@
-"""Episode rows: the SQL of the episodes service. Functions take a connection, never commit,
-and always filter by ``agent_id`` (partition pruning, invariant 1)."""
+"""Episode rows: the reads (and small updates) of the episodes service. Functions take a
+connection, never commit, and always filter by ``agent_id`` (partition pruning, invariant 1).
+
+The statements of the hot paths (start, end) are built once, with bound parameters:
+building a SQLAlchemy statement and its cache key on every call cost more client CPU than
+the database spent running it. A statement object memoises its cache key, so executing a
+prebuilt one goes straight to the compiled-SQL cache. The writes are in ``writes.py``.
+"""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
-from sqlalchemy import Text, cast, func, literal, select
+from sqlalchemy import (
+    ARRAY,
+    BindParameter,
+    DateTime,
+    Integer,
+    Select,
+    Text,
+    any_,
+    bindparam,
+    cast,
+    func,
+    literal,
+    select,
+    text,
+    true,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.episodes.dedup import OngoingEpisode
+from memory_kernel.heart.episodes.vectors import Vector
+from memory_kernel.judges.base import AdmissionCandidate
 from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus
 from memory_kernel.models.episodes import Episode
-from memory_kernel.storage.search import AnyRow, nearest
+from memory_kernel.storage.search import SEARCHABLE, AnyRow, nearest
 from memory_kernel.storage.tables import episodes
+from memory_kernel.storage.vector import Vector as VectorType
 
 __all__ = [
     "COLUMNS",
+    "Candidate",
     "add_usage",
     "candidates",
     "get",
+    "get_for_end",
     "increment_turns",
-    "insert",
     "lock",
+    "lock_targets",
     "recent_ongoing",
-    "repoint",
     "search_text",
     "search_vector",
+    "set_ef_search",
     "to_episode",
-    "update",
+    "window",
 ]
-
-Vector = npt.NDArray[np.float32]
 
 #: Every column a model needs (the vector and the tsvector stay in the database).
 COLUMNS = [c for c in episodes.c if c.name not in ("embedding", "search_tsv")]
 _c = episodes.c
+
+_AGENT = bindparam("agent_id", type_=Text)
+_ID = bindparam("episode_id", type_=_c.id.type)
+_VECTOR = bindparam("vector", type_=VectorType())
 
 
 def to_episode(row: AnyRow) -> Episode:
@@ -66,13 +93,109 @@ def to_episode(row: AnyRow) -> Episode:
     )
 
 
-def _advisory(purpose: str, agent_id: str) -> Any:
-    return func.pg_advisory_xact_lock(func.hashtext(f"mk-episode-{purpose}:{agent_id}"))
+def _as_array(value: Any) -> Vector | None:
+    # asyncpg + pgvector hand back a pgvector ``Vector`` (or an ndarray, by version).
+    if value is None:
+        return None
+    raw = value.to_numpy() if hasattr(value, "to_numpy") else value
+    return np.asarray(raw, dtype=np.float32)
+
+
+def _lock_key(purpose: str, agent_id: str) -> str:
+    return f"mk-episode-{purpose}:{agent_id}"
+
+
+_ADVISORY = func.pg_advisory_xact_lock(func.hashtext(bindparam("lock_key", type_=Text)))
+# Transaction-local (``is_local``): the pool's next user gets the configured value back.
+_SET_EF = func.set_config("hnsw.ef_search", bindparam("ef_search", type_=Text), literal(True))
+
+_LOCK = select(_ADVISORY)
+_SET_EF_ONLY = select(_SET_EF)
+_GET = select(*COLUMNS, _c.embedding).where(_c.agent_id == _AGENT, _c.id == _ID)
+_GET_FOR_UPDATE = _GET.with_for_update()
+# End's first statement does three things in one round trip: lock the episode row, take
+# the agent's admission lock, and lower ef_search for the candidate search that follows.
+_GET_FOR_END = _GET.add_columns(_ADVISORY, _SET_EF).with_for_update()
+
+
+def window(agent: BindParameter[str], since: BindParameter[datetime]) -> list[Any]:
+    """The dedup window: the agent's ongoing episodes started at or after ``since``."""
+    return [
+        _c.agent_id == agent,
+        _c.status == EpisodeStatus.ONGOING.value,
+        _c.started_at >= since,
+    ]
+
+
+_RECENT = (
+    # A NULL vector makes every similarity NULL: one statement serves both cases.
+    select(
+        _c.id,
+        _c.summary,
+        _c.started_at,
+        (1 - _c.embedding.cosine_distance(_VECTOR)).label("similarity"),
+    )
+    .where(*window(_AGENT, bindparam("since", type_=DateTime(timezone=True))))
+    .order_by(_c.started_at.desc(), _c.id)
+    .limit(bindparam("limit", type_=Integer))
+)
+
+
+def _build_lock_and_recent() -> Select[Any]:
+    # The lock is taken in the outer side of a LEFT JOIN LATERAL, so it is taken exactly
+    # once even when the window is empty (a lock in the select list runs once per row).
+    taken = select(_ADVISORY.label("locked")).subquery("taken")
+    recent = _RECENT.lateral("recent")
+    return (
+        select(recent.c.id, recent.c.summary, recent.c.similarity)
+        .select_from(taken.outerjoin(recent, true()))
+        .order_by(recent.c.started_at.desc(), recent.c.id)
+    )
+
+
+_LOCK_AND_RECENT = _build_lock_and_recent()
+
+_DISTANCE = _c.embedding.cosine_distance(_VECTOR).label("distance")
+#: What a candidate needs: the judge's view, plus its group head for a MERGE.
+_CANDIDATE_COLUMNS = (
+    _c.id,
+    _c.summary,
+    _c.outcome,
+    _c.references,
+    _c.artifacts,
+    _c.ended_at,
+    _c.canonical_id,
+)
+# storage.search.nearest, prebuilt: the literal SEARCHABLE predicate lets the planner use
+# the agent partition's partial HNSW index.
+_CANDIDATES: Select[Any] = (
+    select(*_CANDIDATE_COLUMNS, _DISTANCE)
+    .where(
+        _c.agent_id == _AGENT,
+        text(SEARCHABLE["episodes"]),
+        _c.status == EpisodeStatus.COMPLETED.value,
+        _c.id != bindparam("exclude", type_=_c.id.type),
+    )
+    .order_by(_DISTANCE)
+    .limit(bindparam("k", type_=Integer))
+)
+
+_TARGETS = (
+    select(*COLUMNS)
+    # = ANY(array): one SQL text (one prepared statement) whatever the number of ids.
+    .where(_c.agent_id == _AGENT, _c.id == any_(bindparam("ids", type_=ARRAY(_c.id.type))))
+    .with_for_update()
+)
 
 
 async def lock(conn: AsyncConnection, purpose: str, agent_id: str) -> None:
     """Serialise ``purpose`` per agent until the transaction ends (other agents never wait)."""
-    await conn.execute(select(_advisory(purpose, agent_id)))
+    await conn.execute(_LOCK, {"lock_key": _lock_key(purpose, agent_id)})
+
+
+async def set_ef_search(conn: AsyncConnection, ef_search: int) -> None:
+    """Set ``hnsw.ef_search`` until the transaction ends."""
+    await conn.execute(_SET_EF_ONLY, {"ef_search": str(ef_search)})
 
 
 async def recent_ongoing(
@@ -82,78 +205,94 @@ async def recent_ongoing(
     since: datetime,
     vector: Vector | None,
     limit: int,
+    lock: str | None = None,
 ) -> list[OngoingEpisode]:
-    """The agent's ongoing episodes started at or after ``since``, newest first."""
-    similarity: Any = (
-        (1 - _c.embedding.cosine_distance(vector)).label("similarity")
-        if vector is not None
-        else literal(None).label("similarity")
-    )
-    rows = await conn.execute(
-        select(_c.id, _c.summary, similarity)
-        .where(
-            _c.agent_id == agent_id,
-            _c.status == EpisodeStatus.ONGOING.value,
-            _c.started_at >= since,
-        )
-        .order_by(_c.started_at.desc(), _c.id)
-        .limit(limit)
-    )
+    """The agent's ongoing episodes started at or after ``since``, newest first (a range
+    scan of the (agent_id, status, started_at) btree, not a vector search).
+
+    ``lock`` also takes the agent's advisory lock for that purpose in the same round trip.
+    Beware: this statement's snapshot is taken before it waits for the lock, so it may miss
+    an episode the lock's previous holder committed meanwhile (see ``writes.create_in``).
+    """
+    params: dict[str, Any] = {"agent_id": agent_id, "since": since, "vector": vector}
+    params["limit"] = limit
+    stmt = _RECENT
+    if lock is not None:
+        stmt, params["lock_key"] = _LOCK_AND_RECENT, _lock_key(lock, agent_id)
     return [
         OngoingEpisode(r.id, r.summary, None if r.similarity is None else float(r.similarity))
-        for r in rows
+        for r in await conn.execute(stmt, params)
+        if r.id is not None  # the lock's row when the window is empty
     ]
 
 
-async def insert(conn: AsyncConnection, values: Mapping[str, Any]) -> Episode:
-    row = (await conn.execute(episodes.insert().values(**values).returning(*COLUMNS))).one()
-    return to_episode(row)
-
-
 async def get(
+    conn: AsyncConnection, *, agent_id: str, episode_id: uuid.UUID, for_update: bool = False
+) -> tuple[Episode, Vector | None] | None:
+    """The episode and its stored vector, or ``None``."""
+    stmt = _GET_FOR_UPDATE if for_update else _GET
+    row = (await conn.execute(stmt, {"agent_id": agent_id, "episode_id": episode_id})).first()
+    return None if row is None else (to_episode(row), _as_array(row.embedding))
+
+
+async def get_for_end(
+    conn: AsyncConnection, *, agent_id: str, episode_id: uuid.UUID, ef_search: int
+) -> tuple[Episode, Vector | None] | None:
+    """``get`` FOR UPDATE that also takes the agent's admission lock and sets
+    ``hnsw.ef_search`` for the rest of the transaction, in the same round trip.
+
+    Statements after this one see everything committed by the lock's previous holder.
+    """
+    params = {
+        "agent_id": agent_id,
+        "episode_id": episode_id,
+        "lock_key": _lock_key("admit", agent_id),
+        "ef_search": str(ef_search),
+    }
+    row = (await conn.execute(_GET_FOR_END, params)).first()
+    return None if row is None else (to_episode(row), _as_array(row.embedding))
+
+
+#: An admission candidate and the head of its merge group (``None``: it is the head).
+Candidate = tuple[AdmissionCandidate, uuid.UUID | None]
+
+
+async def candidates(
     conn: AsyncConnection,
     *,
     agent_id: str,
-    episode_id: uuid.UUID,
-    for_update: bool = False,
-    lock: str | None = None,
-) -> tuple[Episode, Vector | None] | None:
-    """The episode and its stored vector, or ``None``.
-
-    ``lock`` also takes the agent's advisory lock for that purpose in the same round trip;
-    statements after this one see everything committed by the lock's previous holder.
-    """
-    stmt = select(*COLUMNS, _c.embedding).where(_c.agent_id == agent_id, _c.id == episode_id)
-    if lock is not None:
-        stmt = stmt.add_columns(_advisory(lock, agent_id))
-    if for_update:
-        stmt = stmt.with_for_update()
-    row = (await conn.execute(stmt)).first()
-    if row is None:
-        return None
-    return to_episode(row), _as_array(row.embedding)
-
-
-def _as_array(value: Any) -> Vector | None:
-    # asyncpg + pgvector hand back a pgvector ``Vector`` (or an ndarray, by version).
-    if value is None:
-        return None
-    raw = value.to_numpy() if hasattr(value, "to_numpy") else value
-    return np.asarray(raw, dtype=np.float32)
-
-
-async def update(
-    conn: AsyncConnection, *, agent_id: str, episode_id: uuid.UUID, values: Mapping[str, Any]
-) -> Episode:
-    row = (
-        await conn.execute(
-            episodes.update()
-            .where(_c.agent_id == agent_id, _c.id == episode_id)
-            .values(**values)
-            .returning(*COLUMNS)
+    vector: Vector,
+    exclude: uuid.UUID,
+    k: int,
+    min_similarity: float,
+) -> list[Candidate]:
+    """The admission candidates: up to ``k`` admitted, completed episodes other than
+    ``exclude`` with similarity at least ``min_similarity``, most similar first."""
+    params = {"agent_id": agent_id, "vector": vector, "exclude": exclude, "k": k}
+    found: list[Candidate] = []
+    for r in await conn.execute(_CANDIDATES, params):
+        similarity = 1.0 - float(r.distance)
+        if similarity < min_similarity:
+            continue
+        candidate = AdmissionCandidate(
+            id=r.id,
+            summary=r.summary,
+            outcome=r.outcome,
+            references=tuple(r.references),
+            artifacts=tuple(r.artifacts),
+            ended_at=r.ended_at,
+            similarity=similarity,
         )
-    ).one()
-    return to_episode(row)
+        found.append((candidate, r.canonical_id))
+    return found
+
+
+async def lock_targets(
+    conn: AsyncConnection, *, agent_id: str, episode_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, Episode]:
+    """Lock and load the episodes a REPLACE/MERGE acts on (one round trip)."""
+    rows = await conn.execute(_TARGETS, {"agent_id": agent_id, "ids": list(episode_ids)})
+    return {r.id: to_episode(r) for r in rows}
 
 
 async def search_vector(
@@ -171,42 +310,6 @@ async def search_vector(
         columns=COLUMNS,
     )
     return [(to_episode(r), 1.0 - float(r.distance)) for r in rows]
-
-
-async def candidates(
-    conn: AsyncConnection,
-    *,
-    agent_id: str,
-    vector: Vector,
-    exclude: uuid.UUID,
-    k: int,
-    min_similarity: float,
-) -> list[tuple[Episode, float]]:
-    """The admission candidates: up to ``k`` admitted, completed episodes other than
-    ``exclude`` with similarity at least ``min_similarity``, most similar first."""
-    rows = await nearest(
-        conn,
-        episodes,
-        agent_id=agent_id,
-        vector=vector,
-        k=k,
-        where=[_c.status == EpisodeStatus.COMPLETED.value, _c.id != exclude],
-        columns=COLUMNS,
-    )
-    found = [(to_episode(r), 1.0 - float(r.distance)) for r in rows]
-    return [(ep, sim) for ep, sim in found if sim >= min_similarity]
-
-
-async def repoint(
-    conn: AsyncConnection, *, agent_id: str, old: uuid.UUID, new: uuid.UUID, now: datetime
-) -> int:
-    """Move the members of ``old``'s merge group to the canonical ``new``."""
-    result = await conn.execute(
-        episodes.update()
-        .where(_c.agent_id == agent_id, _c.canonical_id == old)
-        .values(canonical_id=new, updated_at=now)
-    )
-    return result.rowcount
 
 
 async def increment_turns(

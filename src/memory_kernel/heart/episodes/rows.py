@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 from memory_kernel.errors import NotFoundError, ValidationError
 from memory_kernel.heart.episodes.admission import EVENT_OF, AdmissionPlan, Decision
 from memory_kernel.heart.episodes.dedup import DuplicateMatch
-from memory_kernel.judges.base import AdmissionCandidate, AdmissionRequest, AdmissionRun, Judge
+from memory_kernel.heart.episodes.vectors import Vector
+from memory_kernel.judges.base import AdmissionRequest, AdmissionRun, Judge
 from memory_kernel.models.enums import (
     AdmissionStatus,
     DecidedBy,
@@ -27,7 +26,6 @@ __all__ = [
     "admission_details",
     "admission_events",
     "admission_run",
-    "as_candidate",
     "check_id",
     "check_input",
     "completion_values",
@@ -36,9 +34,8 @@ __all__ = [
     "new_row",
     "ongoing",
     "reuse_event",
+    "started_event",
 ]
-
-Vector = npt.NDArray[np.float32]
 
 
 def check_input(episode: object) -> None:
@@ -71,18 +68,6 @@ def admission_run(args: EpisodeEndInput, stored: Episode, now: datetime) -> Admi
         references=args.references,
         artifacts=args.artifacts,
         ended_at=now,
-    )
-
-
-def as_candidate(episode: Episode, similarity: float) -> AdmissionCandidate:
-    return AdmissionCandidate(
-        id=episode.id,
-        summary=episode.summary,
-        outcome=episode.outcome,
-        references=episode.references,
-        artifacts=episode.artifacts,
-        ended_at=episode.ended_at,
-        similarity=similarity,
     )
 
 
@@ -143,12 +128,26 @@ def episode_event(
     )
 
 
-def reuse_event(found: Episode, match: DuplicateMatch, session_id: str, now: datetime) -> Event:
-    return episode_event(
-        found,
-        EventKind.EPISODE_REUSED,
-        DecidedBy.RULE,
-        now,
+def started_event(row: Mapping[str, Any], now: datetime) -> Event:
+    """The event of a new episode (``row`` as ``new_row`` makes it)."""
+    return Event(
+        agent_id=row["agent_id"],
+        kind=MemoryKind.EPISODE,
+        memory_id=row["id"],
+        event=EventKind.EPISODE_STARTED,
+        decided_by=DecidedBy.CALLER,
+        at=now,
+    )
+
+
+def reuse_event(agent_id: str, match: DuplicateMatch, session_id: str, now: datetime) -> Event:
+    return Event(
+        agent_id=agent_id,
+        kind=MemoryKind.EPISODE,
+        memory_id=match.id,
+        event=EventKind.EPISODE_REUSED,
+        decided_by=DecidedBy.RULE,
+        at=now,
         reason=match.reason,
         score=max(match.overlap, match.similarity or 0.0),
         details={"session_id": session_id, "overlap": match.overlap},
@@ -220,10 +219,10 @@ def admission_details(
     request: AdmissionRequest,
     decision: Decision,
     acted_on: uuid.UUID | None,
-    repointed: int,
 ) -> dict[str, Any]:
     """What the audit row keeps beyond decision/reason/score/decided_by: the stage that
-    decided, the judge and why its answer was not used, the candidates it saw."""
+    decided, the judge and why its answer was not used, the candidates it saw. The write
+    adds ``repointed``: how many members of a merge group moved to a new canonical."""
     return {
         "stage": decision.stage,
         "judge": None if judge is None or decision.stage == "prefilter" else judge_name(judge),
@@ -232,5 +231,4 @@ def admission_details(
             {"id": str(c.id), "similarity": round(c.similarity, 4)} for c in request.candidates
         ],
         "acted_on": None if acted_on is None else str(acted_on),
-        "repointed": repointed,
     }
