@@ -14,7 +14,8 @@ with confidences in [0.65, 0.95] and last evidence spread over 90 days (so decay
 deprecation have work too). Then it promotes the agent to its own HNSW partition
 (``rebalance``, timed apart) and runs ``consolidate`` in a child process, whose peak RSS
 is the memory figure. Targets (issue 7): 100k <= 60 s on 2 cores, time(100k)/time(50k)
-<= 2.3, peak RSS <= 500 MB, planted-merge precision >= 0.95.
+<= 2.3, peak RSS <= 500 MB, planted-merge precision >= 0.95. The 1-minute load average
+is printed beside each size: figures taken on a busy machine are inflated.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import sys
 import tempfile
@@ -214,6 +216,7 @@ async def run_size(n: int, dsn: str | None, tmp: Path, *, cold: bool) -> dict[st
         t0 = time.perf_counter()
         await rebalance(kernel.database, NOW)
         promoted = time.perf_counter() - t0
+        load_before = os.getloadavg()[0]
         # A child process, so its peak RSS is consolidation's alone (not the seeding's).
         child = await asyncio.create_subprocess_exec(
             sys.executable, __file__, "--child", "--dsn", url, "--schema", schema,
@@ -235,7 +238,8 @@ async def run_size(n: int, dsn: str | None, tmp: Path, *, cold: bool) -> dict[st
                 await conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
     precision, recall, wrong = score(seed, merged)
     result.update(n=n, seeded=seeded, promoted=promoted, precision=precision, recall=recall,
-                  forbidden=wrong, planted=sum(len(c) - 1 for c in seed.clusters))  # fmt: skip
+                  forbidden=wrong, planted=sum(len(c) - 1 for c in seed.clusters),
+                  load=(load_before, os.getloadavg()[0]))  # fmt: skip
     return result
 
 
@@ -253,6 +257,7 @@ def show(results: list[dict[str, Any]]) -> None:
         "precision",
         "recall",
         "forbidden merges",
+        "load avg (start/end)",
     ):
         table.add_column(column, justify="right")  # fmt: skip
     for r in results:
@@ -264,8 +269,10 @@ def show(results: list[dict[str, Any]]) -> None:
             f"{counts.get(ConsolidationAction.DECAYED.value, 0):,}",
             f"{counts.get(ConsolidationAction.DEPRECATED.value, 0):,}",
             f"{r['precision']:.3f}", f"{r['recall']:.3f}", str(r["forbidden"]),
+            f"{r['load'][0]:.1f} / {r['load'][1]:.1f}",
         )  # fmt: skip
     console.print(table)
+    console.print(f"[dim]{os.cpu_count()} CPUs[/]")
     by_n = {r["n"]: r["seconds"] for r in results}
     if 50_000 in by_n and 100_000 in by_n:
         console.print(f"time(100k) / time(50k) = {by_n[100_000] / by_n[50_000]:.2f}")

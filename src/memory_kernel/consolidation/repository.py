@@ -4,11 +4,12 @@ query names one agent (partition pruning, invariant 1)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import any_, bindparam, func, select, text, update
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.consolidation.plans import FactView, Pair
@@ -19,15 +20,17 @@ from memory_kernel.storage.tables import facts, memory_events
 
 __all__ = [
     "active_agents",
-    "confidence_page",
+    "below_confidence",
+    "deprecate",
     "evidence_pairs",
     "fact_views",
     "linked_pairs",
     "penalised_pairs",
     "searchable_count",
+    "stream_confidence",
+    "stream_vectors",
     "try_lock",
     "unlock",
-    "vector_page",
     "write_confidence",
 ]
 
@@ -136,53 +139,86 @@ async def evidence_pairs(
 
 
 # -- confidence ---------------------------------------------------------------------------
+#
+# The agent's rows are read in one sequential pass (a server-side cursor, no ORDER BY):
+# paging by id visits the heap in random order, one page per row, and once the agent's
+# partition outgrows shared_buffers every page is a buffer miss — that made the phases
+# superlinear. Writes come later, by id, in small locked batches guarded by what was read.
 
 
-async def confidence_page(
-    conn: AsyncConnection, agent_id: str, *, after: uuid.UUID, limit: int
-) -> list[ConfidenceState]:
-    stmt = (
-        select(facts.c.id, facts.c.confidence, facts.c.last_evidence_at, facts.c.updated_at)
-        .where(facts.c.agent_id == agent_id, facts.c.status == _ACTIVE, facts.c.id > after)
-        .order_by(facts.c.id)
-        .limit(limit)
-    )
-    return [
-        ConfidenceState(r.id, r.confidence, r.last_evidence_at, r.updated_at)
-        for r in await conn.execute(stmt)
-    ]
+async def stream_confidence(
+    conn: AsyncConnection, agent_id: str, *, chunk: int
+) -> AsyncIterator[list[ConfidenceState]]:
+    """Every active fact's confidence state, ``chunk`` rows at a time, in heap order."""
+    stmt = select(
+        facts.c.id, facts.c.confidence, facts.c.last_evidence_at, facts.c.updated_at
+    ).where(facts.c.agent_id == agent_id, facts.c.status == _ACTIVE)
+    result = await conn.stream(stmt.execution_options(yield_per=chunk))
+    async for rows in result.partitions(chunk):
+        yield [ConfidenceState(r.id, r.confidence, r.last_evidence_at, r.updated_at) for r in rows]
 
 
-_SET_CONFIDENCE = (
-    update(facts)
-    .where(
-        facts.c.agent_id == bindparam("b_agent"),
-        facts.c.id == bindparam("b_id"),
-        facts.c.status == _ACTIVE,
-    )
-    .values(
-        confidence=bindparam("b_conf"),
-        last_evidence_at=bindparam("b_last"),
-        evidence_count=facts.c.evidence_count + bindparam("b_n"),
-        derived_from=func.array_cat(facts.c.derived_from, bindparam("b_derived")),
-        updated_at=bindparam("b_now"),
-    )
-)
+# One statement per batch. Guarded: a fact a concurrent ``learn`` changed since it was
+# read (other confidence or updated_at) is left for the next run; RETURNING says which
+# rows were written, so events are written for exactly those.
+_SET_CONFIDENCE = text(
+    "UPDATE facts SET confidence = v.after, last_evidence_at = v.last_evidence_at,"
+    " evidence_count = facts.evidence_count + v.n,"
+    " derived_from = facts.derived_from || v.derived, updated_at = :now"
+    " FROM jsonb_to_recordset(:rows) AS v(id uuid, before float8, after float8,"
+    "  last_evidence_at timestamptz, n int, derived uuid[], seen timestamptz)"
+    " WHERE facts.agent_id = :agent AND facts.id = v.id AND facts.status = 'active'"
+    " AND facts.confidence = v.before AND facts.updated_at = v.seen"
+    " RETURNING facts.id"
+).bindparams(bindparam("rows", type_=JSONB))
 
 
 async def write_confidence(
-    conn: AsyncConnection, agent_id: str, changes: Sequence[ConfidenceChange], now: datetime
-) -> None:
+    conn: AsyncConnection,
+    agent_id: str,
+    changes: Sequence[tuple[ConfidenceChange, datetime]],
+    now: datetime,
+) -> set[uuid.UUID]:
+    """Write ``(change, updated_at as read)`` pairs; returns the ids actually written."""
     if not changes:
-        return
-    params = [
-        {
-            "b_agent": agent_id, "b_id": c.id, "b_conf": c.after, "b_last": c.last_evidence_at,
-            "b_n": len(c.evidence), "b_derived": list(c.evidence), "b_now": now,
-        }
-        for c in changes
+        return set()
+    rows = [
+        {"id": str(c.id), "before": c.before, "after": c.after,
+         "last_evidence_at": c.last_evidence_at.isoformat(), "n": len(c.evidence),
+         "derived": [str(e) for e in c.evidence], "seen": seen.isoformat()}
+        for c, seen in changes
     ]  # fmt: skip
-    await conn.execute(_SET_CONFIDENCE, params)
+    result = await conn.execute(_SET_CONFIDENCE, {"rows": rows, "agent": agent_id, "now": now})
+    return {r.id for r in result}
+
+
+# -- deprecation --------------------------------------------------------------------------
+
+
+async def below_confidence(conn: AsyncConnection, agent_id: str, below: float) -> list[uuid.UUID]:
+    """Active facts under ``below`` (one scan; the ids only)."""
+    stmt = select(facts.c.id).where(
+        facts.c.agent_id == agent_id, facts.c.status == _ACTIVE, facts.c.confidence < below
+    )
+    return sorted((await conn.scalars(stmt)).all(), key=lambda i: i.bytes)
+
+
+async def deprecate(
+    conn: AsyncConnection, agent_id: str, ids: Sequence[uuid.UUID], below: float, now: datetime
+) -> list[tuple[uuid.UUID, float]]:
+    """Deprecate those of ``ids`` still active and under ``below``: (id, confidence)."""
+    stmt = (
+        update(facts)
+        .where(
+            facts.c.agent_id == agent_id,
+            facts.c.id == any_(bindparam("ids", type_=ARRAY(UUID(as_uuid=True)))),
+            facts.c.status == _ACTIVE,
+            facts.c.confidence < below,
+        )
+        .values(status=FactStatus.DEPRECATED.value, valid_to=now, updated_at=now)
+        .returning(facts.c.id, facts.c.confidence)
+    )
+    return [(r.id, r.confidence) for r in await conn.execute(stmt, {"ids": list(ids)})]
 
 
 # -- candidates ---------------------------------------------------------------------------
@@ -193,18 +229,17 @@ async def searchable_count(conn: AsyncConnection, agent_id: str) -> int:
     return int(await conn.scalar(stmt) or 0)
 
 
-async def vector_page(
-    conn: AsyncConnection, agent_id: str, *, after: uuid.UUID, limit: int
-) -> tuple[list[uuid.UUID], list[Any]]:
-    """The next ``limit`` searchable facts by id: their ids and vectors (numpy arrays)."""
-    stmt = (
-        select(facts.c.id, facts.c.embedding)
-        .where(facts.c.agent_id == agent_id, text(SEARCHABLE["facts"]), facts.c.id > after)
-        .order_by(facts.c.id)
-        .limit(limit)
+async def stream_vectors(
+    conn: AsyncConnection, agent_id: str, *, chunk: int
+) -> AsyncIterator[tuple[list[uuid.UUID], list[Any]]]:
+    """The searchable facts' ids and vectors (numpy arrays), ``chunk`` rows at a time, in
+    heap order (one sequential pass; see the confidence section)."""
+    stmt = select(facts.c.id, facts.c.embedding).where(
+        facts.c.agent_id == agent_id, text(SEARCHABLE["facts"])
     )
-    rows = (await conn.execute(stmt)).all()
-    return [r.id for r in rows], [_array(r.embedding) for r in rows]
+    result = await conn.stream(stmt.execution_options(yield_per=chunk))
+    async for rows in result.partitions(chunk):
+        yield [r.id for r in rows], [_array(r.embedding) for r in rows]
 
 
 def _array(value: Any) -> Any:
