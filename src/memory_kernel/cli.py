@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from memory_kernel.config import MemoryKernelConfig, StorageConfig
-from memory_kernel.errors import ConfigError, MemoryKernelError
+from memory_kernel.errors import MemoryKernelError
 from memory_kernel.storage.database import Database, ServerInfo
 from memory_kernel.storage.embedded import default_data_dir
 from memory_kernel.storage.url import redact_dsn
@@ -152,35 +152,156 @@ def consolidate(
         raise _fail(exc) from exc
 
 
+EmbedderOption = Annotated[
+    str,
+    typer.Option("--embedder", help="hashing, st, st:<model> or openai:<model>@<base_url>(#<dim>)"),
+]
+JsonOption = Annotated[
+    Path | None,
+    typer.Option("--json", help="Also write the report as JSON here.", show_default=False),
+]
+PlotOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        help="Also draw the curve as a PNG here (needs the plot extra).",
+        show_default=False,
+    ),
+]
+
+
+@app.command()
+def demo(
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Keep the embedded store here.", show_default=False),
+    ] = None,
+    dsn: Annotated[
+        str | None,
+        typer.Option("--dsn", help="Run on this PostgreSQL instead.", show_default=False),
+    ] = None,
+    schema: Annotated[
+        str, typer.Option("--schema", help="Postgres schema.")
+    ] = "memory_kernel_demo",
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Also write the results as JSON here.")
+    ] = None,
+) -> None:
+    """Play a scripted agent session against memory-kernel and a naive memory, side by side."""
+    from memory_kernel.demo import render_demo, run_demo
+
+    if dsn is None and data_dir is None:
+        console.print(
+            "[dim]using a temporary data directory for an embedded PostgreSQL (removed at "
+            "the end; --data-dir DIR keeps it)[/]"
+        )
+    try:
+        result = asyncio.run(run_demo(dsn=dsn, data_dir=data_dir, schema=schema))
+    except MemoryKernelError as exc:
+        raise _fail(exc) from exc
+    render_demo(result, console)
+    if json_path is not None:
+        json_path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+        console.print(f"[dim]wrote {json_path}[/]")
+    if not result.all_handled:
+        raise typer.Exit(code=1)
+
+
+@app.command("inspect")
+def inspect_(
+    agent: Annotated[str, typer.Option("--agent", help="The agent to inspect.")],
+    dsn: DsnOption = None,
+    data_dir: DataDirOption = None,
+    schema: SchemaOption = "memory_kernel",
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="Rows per list.")] = 10,
+) -> None:
+    """What an agent remembers: counts, fact chains, rejected decisions, context reports."""
+    from memory_kernel.inspection import inspect_agent
+    from memory_kernel.inspection_render import render_inspection
+
+    async def run() -> None:
+        database = await Database.open(dsn, _storage(schema), data_dir=data_dir)
+        try:
+            result = await inspect_agent(database, agent, limit=limit)
+        finally:
+            await database.close()
+        render_inspection(result, console)
+
+    _run(run())
+
+
 @app.command("eval")
 def eval_(
     suite: Annotated[str, typer.Argument(help="ku, dedup, admission, gate, stsb or locomo")],
     data: Annotated[Path, typer.Option("--data", help="The data file of the suite.")],
-    embedder: Annotated[
-        str, typer.Option("--embedder", help="hashing, st or st:<model name or path>")
-    ] = "hashing",
-    json_path: Annotated[
-        Path | None, typer.Option("--json", help="Also write the report as JSON here.")
-    ] = None,
+    embedder: EmbedderOption = "hashing",
+    json_path: JsonOption = None,
+    plot: PlotOption = None,
 ) -> None:
     """Measure memory quality on an evaluation data set (see shared/eval/README.md)."""
-    from memory_kernel.eval.embedders import embedder_from_name
-    from memory_kernel.eval.report import print_report, write_json
-    from memory_kernel.eval.suites import load_suite
+    from memory_kernel.eval.cli import run_eval
 
     try:
-        runner = load_suite(suite)
-        chosen = embedder_from_name(embedder)
-        if not data.exists():
-            raise ConfigError(f"no such data file: {data}")
-        console.print(f"[dim]suite {suite} · embedder {chosen.name} · data {data}[/]")
-        report = asyncio.run(runner(data, chosen))
+        run_eval(console, suite=suite, data=data, embedder=embedder, json_path=json_path, plot=plot)
     except MemoryKernelError as exc:
         raise _fail(exc) from exc
-    print_report(report, console)
-    if json_path is not None:
-        write_json(report, json_path)
-        console.print(f"[dim]wrote {json_path}[/]")
+
+
+@app.command()
+def tune(
+    suite: Annotated[str, typer.Argument(help="dedup, gate or stsb")],
+    data: Annotated[Path, typer.Option("--data", help="The data file of the suite.")],
+    embedder: EmbedderOption = "hashing",
+    param: Annotated[
+        str | None,
+        typer.Option(
+            "--param",
+            help="section.field to sweep, or cosine (raw cosine alone).",
+            show_default=False,
+        ),
+    ] = None,
+    values: Annotated[
+        str | None,
+        typer.Option(
+            "--values", help="start:stop:step (stop included) or a,b,c.", show_default=False
+        ),
+    ] = None,
+    json_path: JsonOption = None,
+    plot: PlotOption = None,
+) -> None:
+    """Sweep one threshold of a suite: precision/recall/F1 per value and the best value."""
+    from memory_kernel.eval.cli import run_tune
+
+    try:
+        run_tune(
+            console, suite=suite, data=data, embedder=embedder, param=param, values=values,
+            json_path=json_path, plot=plot,
+        )  # fmt: skip
+    except MemoryKernelError as exc:
+        raise _fail(exc) from exc
+
+
+@app.command("config")
+def config_(
+    markdown: Annotated[
+        bool,
+        typer.Option("--markdown", help="The configuration reference (docs/configuration.md)."),
+    ] = False,
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file", help="Show this JSON configuration file, validated.", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """Show the configuration: every field with its default (JSON), or the reference."""
+    from memory_kernel.config_reference import config_json, render_markdown
+
+    try:
+        loaded = MemoryKernelConfig.from_file(file) if file else MemoryKernelConfig()
+    except MemoryKernelError as exc:
+        raise _fail(exc) from exc
+    typer.echo(render_markdown() if markdown else config_json(loaded), nl=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

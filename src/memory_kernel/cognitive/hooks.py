@@ -51,7 +51,7 @@ from memory_kernel.errors import ValidationError
 from memory_kernel.heart import Heart
 from memory_kernel.models.context import AssembledContext
 from memory_kernel.models.decisions import Decision, DecisionInput, GateStats
-from memory_kernel.models.enums import Stakes
+from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind, Stakes
 from memory_kernel.models.episodes import EpisodeInput, EpisodeStart
 from memory_kernel.models.turns import (
     SkipReason,
@@ -63,6 +63,7 @@ from memory_kernel.models.turns import (
     TurnResult,
 )
 from memory_kernel.runtime import Runtime
+from memory_kernel.storage.events import Event, write_events
 
 __all__ = ["CognitiveLayer"]
 
@@ -164,6 +165,7 @@ class CognitiveLayer:
             started_at=self._rt.clock.now(),
             duplicate_of=None if started is None else started.dedup.duplicate_of,
             message=turn.message,
+            context=None if assembled is None else assembled.report,
         )
         report = TurnReport(
             frame=frame,
@@ -174,6 +176,21 @@ class CognitiveLayer:
         )
         text = "" if assembled is None else assembled.text
         return TurnContext(text=text, report=report, turn=handle)
+
+    def _report_event(self, turn: TurnHandle) -> Event | None:
+        report = turn.context
+        if report is None:
+            return None
+        return Event(
+            agent_id=turn.agent_id,
+            kind=MemoryKind.EPISODE,
+            memory_id=turn.episode_id,
+            event=EventKind.CONTEXT_ASSEMBLED,
+            decided_by=DecidedBy.SYSTEM,
+            at=self._rt.clock.now(),
+            reason=f"mode: {report.inclusion.mode}",
+            details=report.model_dump(mode="json"),
+        )
 
     async def _build_context(self, turn: TurnInput) -> AssembledContext | None:
         if self._context is None:
@@ -264,6 +281,9 @@ class CognitiveLayer:
                 for d, v in zip(explicit_inputs, vectors, strict=True)
             ]
             result = await self._settle(conn, turn, outcome, verdict, draft)
+            report_event = self._report_event(turn)
+            if report_event is not None:  # the context report, for `memory-kernel inspect`
+                await write_events(conn, [report_event])
             # Last, so a bad episode id fails the turn after every other write (all roll back).
             await self._heart.episodes.record_turn_in(
                 conn, agent_id=turn.agent_id, episode_id=turn.episode_id

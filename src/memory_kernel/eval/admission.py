@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval._metrics import binary_metrics
 from memory_kernel.eval.report import SuiteReport
@@ -30,7 +31,9 @@ def load_rows(path: Path) -> list[dict[str, object]]:
     return rows
 
 
-async def run(data: Path, embedder: Embedder) -> SuiteReport:
+async def run(
+    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None
+) -> SuiteReport:
     rows = load_rows(data)
     if not rows:
         raise ConfigError(f"no admission rows in {data}")
@@ -43,7 +46,7 @@ async def run(data: Path, embedder: Embedder) -> SuiteReport:
         )
         for n, row in enumerate(rows)
     ]
-    async with eval_kernel(embedder) as kernel:
+    async with eval_kernel(embedder, config=config) as kernel:
         outcomes = await kernel.heart.facts.learn_many(inputs)
     admitted = [o.action is not LearnAction.REJECTED for o in outcomes]
     gold = [row["label"] == "admit" for row in rows]

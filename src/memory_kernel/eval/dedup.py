@@ -15,18 +15,20 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_kernel.config import HeartConfig
+from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.embeddings import embed_checked
-from memory_kernel.errors import ConfigError
+from memory_kernel.errors import ConfigError, EmbedderError
 from memory_kernel.eval._metrics import binary_metrics, roc_auc
+from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
-from memory_kernel.models.facts import FactInput, LearnAction
+from memory_kernel.models.facts import FactInput, LearnAction, LearnOutcome
 from memory_kernel.protocols import Embedder
 
-__all__ = ["load_pairs", "run"]
+__all__ = ["cosines", "decide", "load_pairs", "run"]
 
 Pair = tuple[str, str, str, bool]  # id, a, b, is-duplicate
+_CHUNK = 100  # pairs per learn_many call: a progress step, and bounded transactions
 
 
 def _jsonl(text: str) -> list[Pair]:
@@ -58,18 +60,39 @@ def load_pairs(path: Path) -> tuple[str, list[Pair]]:
         raise ConfigError(f"cannot read dedup pairs from {path}: {exc}") from exc
 
 
-async def run(data: Path, embedder: Embedder) -> SuiteReport:
+async def decide(
+    pairs: list[Pair], embedder: Embedder, *, config: MemoryKernelConfig | None = None
+) -> list[LearnOutcome]:
+    """Learn each pair (a, then b) in an agent of its own; the outcomes of the b's."""
+    outcomes: list[LearnOutcome] = []
+    async with eval_kernel(embedder, config=config) as kernel:
+        with progress("dedup pairs", len(pairs)) as advance:
+            for start in range(0, len(pairs), _CHUNK):
+                batch: list[FactInput] = []
+                for n, (_, a, b, _) in enumerate(pairs[start : start + _CHUNK], start):
+                    agent = f"dd-{n}"
+                    batch += [FactInput(agent_id=agent, content=a, explicit=True),
+                              FactInput(agent_id=agent, content=b, explicit=True)]  # fmt: skip
+                learned = await kernel.heart.facts.learn_many(batch)
+                if any(o.pending_embedding for o in learned):
+                    # Without a vector a fact has no dedup candidate: the numbers would lie.
+                    raise EmbedderError(
+                        f"embedder {embedder.name!r} failed during the dedup run (facts were "
+                        "stored without a vector); no measurement"
+                    )
+                outcomes += learned[1::2]
+                advance(len(batch) // 2)
+    return outcomes
+
+
+async def run(
+    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None
+) -> SuiteReport:
     kind, pairs = load_pairs(data)
     if not pairs:
         raise ConfigError(f"no dedup pairs in {data}")
-    batch: list[FactInput] = []
-    for n, (_, a, b, _) in enumerate(pairs):
-        agent = f"dd-{n}"
-        batch += [FactInput(agent_id=agent, content=a, explicit=True),
-                  FactInput(agent_id=agent, content=b, explicit=True)]  # fmt: skip
-    async with eval_kernel(embedder) as kernel:
-        outcomes = await kernel.heart.facts.learn_many(batch)
-    merged = [o.action is LearnAction.REINFORCED for o in outcomes[1::2]]
+    outcomes = await decide(pairs, embedder, config=config)
+    merged = [o.action is LearnAction.REINFORCED for o in outcomes]
     gold = [p[3] for p in pairs]
     decision = binary_metrics(merged, gold)
     metrics: dict[str, float | int] = {
@@ -82,12 +105,12 @@ async def run(data: Path, embedder: Embedder) -> SuiteReport:
     }
     errors = [
         {"id": p[0], "label": int(p[3]), "decision": o.action.value, "reason": o.reason}
-        for p, o, m in zip(pairs, outcomes[1::2], merged, strict=True)
+        for p, o, m in zip(pairs, outcomes, merged, strict=True)
         if m != p[3]
     ]
     targets = {"accuracy": ">= 0.9", "negatives_merged": "0"}
     if kind == "mrpc":
-        metrics.update(await _cosine_metrics(pairs, embedder))
+        metrics.update(await _cosine_metrics(pairs, embedder, config or MemoryKernelConfig()))
         targets = {}
         errors = errors[:25]
     return SuiteReport(
@@ -101,15 +124,22 @@ async def run(data: Path, embedder: Embedder) -> SuiteReport:
     )
 
 
-async def _cosine_metrics(pairs: list[Pair], embedder: Embedder) -> dict[str, float | int]:
-    threshold = HeartConfig().fact_dedup_similarity
+async def cosines(pairs: list[Pair], embedder: Embedder) -> list[float]:
+    """The raw cosine of each pair (the vectors are unit length)."""
     left = await embed_checked(embedder, [p[1] for p in pairs], timeout=None)
     right = await embed_checked(embedder, [p[2] for p in pairs], timeout=None)
-    cosines = np.einsum("ij,ij->i", left, right).tolist()
+    return [float(c) for c in np.einsum("ij,ij->i", left, right)]
+
+
+async def _cosine_metrics(
+    pairs: list[Pair], embedder: Embedder, config: MemoryKernelConfig
+) -> dict[str, float | int]:
+    threshold = config.heart.fact_dedup_similarity
+    scores = await cosines(pairs, embedder)
     gold = [p[3] for p in pairs]
-    at = binary_metrics([c >= threshold for c in cosines], gold)
+    at = binary_metrics([c >= threshold for c in scores], gold)
     return {
-        "cosine_roc_auc": round(roc_auc(cosines, gold), 4),
+        "cosine_roc_auc": round(roc_auc(scores, gold), 4),
         "cosine_threshold": threshold,
         "cosine_precision": at["precision"],
         "cosine_recall": at["recall"],

@@ -19,7 +19,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
+from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.kernel import MemoryKernel
@@ -27,7 +29,7 @@ from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome, TurnR
 from memory_kernel.protocols import Embedder
 from memory_kernel.testing import FrozenClock
 
-__all__ = ["load_rows", "run"]
+__all__ = ["load_rows", "replay_all", "run"]
 
 _LABELS = ("decision", "noise")
 
@@ -121,18 +123,28 @@ def _stopped(rows: list[dict[str, Any]], results: list[TurnResult]) -> list[dict
     return [{"row": k, "count": v} for k, v in sorted(counts.items())]
 
 
-async def run(data: Path, embedder: Embedder) -> SuiteReport:
+async def replay_all(
+    kernel: MemoryKernel, clock: FrozenClock, rows: list[dict[str, Any]], *, agent: str,
+    frame: str | None = None,
+) -> list[TurnResult]:  # fmt: skip
+    """Replay every row as a turn of ``agent``: in ``frame``, or the row's own frame."""
+    results = []
+    with progress(f"replaying turns ({agent})", len(rows)) as advance:
+        for row in rows:
+            chosen = frame or row.get("frame") or None
+            results.append(await _replay(kernel, clock, row, agent=agent, frame=chosen))
+            advance(1)
+    return results
+
+
+async def run(
+    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None
+) -> SuiteReport:
     rows = load_rows(data)
     clock = FrozenClock()
-    async with eval_kernel(embedder, clock=clock) as kernel:
-        framed = [
-            await _replay(kernel, clock, row, agent="gate", frame=row.get("frame") or None)
-            for row in rows
-        ]
-        content = [
-            await _replay(kernel, clock, row, agent="gate-content", frame="decision")
-            for row in rows
-        ]
+    async with eval_kernel(embedder, clock=clock, config=config) as kernel:
+        framed = await replay_all(kernel, clock, rows, agent="gate")
+        content = await replay_all(kernel, clock, rows, agent="gate-content", frame="decision")
         stats = kernel.stats()
     main, alt = _score(rows, framed), _score(rows, content)
     notes = [

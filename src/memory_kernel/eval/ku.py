@@ -12,6 +12,7 @@ import json
 import uuid
 from pathlib import Path
 
+from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
@@ -65,12 +66,14 @@ async def _learn(
     return [(o.fact.id, n.fact.id) for o, n in zip(olds, news, strict=True)]
 
 
-async def run(data: Path, embedder: Embedder) -> SuiteReport:
+async def run(
+    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None
+) -> SuiteReport:
     pairs = load_pairs(data)
     if not pairs:
         raise ConfigError(f"no knowledge-update pairs in {data}")
     clock = FrozenClock()
-    async with eval_kernel(embedder, clock=clock) as kernel:
+    async with eval_kernel(embedder, clock=clock, config=config) as kernel:
         own = [f"ku-{n}" for n in range(len(pairs))]
         alone = await _check(kernel, own, pairs, await _learn(kernel, clock, own, pairs))
         shared_agent = ["ku-shared"] * len(pairs)

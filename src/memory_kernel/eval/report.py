@@ -6,13 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, computed_field
 from rich.console import Console
 from rich.table import Table
 
+from memory_kernel.eval.targets import verdicts
 from memory_kernel.models.base import OutputModel
 
-__all__ = ["SuiteReport", "print_report", "write_json"]
+__all__ = ["SuiteReport", "print_report", "print_summary", "write_json"]
+
+_SHOWN = {True: "[green]met[/]", False: "[red]missed[/]", None: "[dim]n/a[/]"}
 
 
 class SuiteReport(OutputModel):
@@ -26,17 +29,57 @@ class SuiteReport(OutputModel):
     tables: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     targets: dict[str, str] = Field(default_factory=dict)
+    # Wall-clock seconds of the run (set by the CLI); the only field that varies between
+    # two runs of a suite with the hashing embedder.
+    elapsed_s: float | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def verdicts(self) -> dict[str, bool | None]:
+        """Per target: met (true), missed (false) or not checkable (null)."""
+        return verdicts(self.metrics, self.targets)
 
 
-def print_report(report: SuiteReport, console: Console) -> None:
+def _metrics_table(report: SuiteReport) -> Table:
     summary = Table(title=f"eval {report.suite} — embedder {report.embedder}")
     summary.add_column("metric", style="bold")
     summary.add_column("value", justify="right")
-    summary.add_column("target")
+    checks = report.verdicts
+    if checks:
+        summary.add_column("target")
+        summary.add_column("")
     for name, value in report.metrics.items():
-        shown = f"{value:.4f}" if isinstance(value, float) else str(value)
-        summary.add_row(name, shown, report.targets.get(name, ""))
-    console.print(summary)
+        row = [name, _cell(value)]
+        if checks:
+            target = report.targets.get(name)
+            row += [target or "", _SHOWN[checks[name]] if target else ""]
+        summary.add_row(*row)
+    return summary
+
+
+def print_summary(report: SuiteReport, console: Console) -> None:
+    """One line: how many targets were met."""
+    checks = list(report.verdicts.values())
+    took = f" in {report.elapsed_s:.1f} s" if report.elapsed_s is not None else ""
+    if "best_threshold" in report.metrics:  # a threshold sweep
+        best = {k: v for k, v in report.metrics.items() if k.startswith("best_")}
+        shown = ", ".join(f"{k.removeprefix('best_')} {v:g}" for k, v in best.items())
+        console.print(f"[bold]{report.suite}[/]: best {shown}{took}")
+        return
+    if not checks:
+        console.print(f"[bold]{report.suite}[/]: no targets for this data set{took}")
+        return
+    met, missed = checks.count(True), checks.count(False)
+    colour = "green" if not missed else "red"
+    console.print(
+        f"[bold]{report.suite}[/]: [{colour}]{met}/{len(checks)} targets met[/]"
+        + (f", {missed} missed" if missed else "")
+        + took
+    )
+
+
+def print_report(report: SuiteReport, console: Console) -> None:
+    console.print(_metrics_table(report))
     for title, rows in report.tables.items():
         if not rows:
             continue
@@ -49,6 +92,7 @@ def print_report(report: SuiteReport, console: Console) -> None:
     for note in report.notes:
         console.print(f"[dim]note:[/] {note}")
     console.print(f"[dim]data: {report.data}[/]")
+    print_summary(report, console)
 
 
 def _cell(value: Any) -> str:

@@ -9,10 +9,13 @@ import numpy as np
 
 from memory_kernel.embeddings import embed_checked
 from memory_kernel.errors import ConfigError
+from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.protocols import Embedder
 
-__all__ = ["load_pairs", "run", "spearman"]
+__all__ = ["cosines", "load_pairs", "run", "spearman"]
+
+_CHUNK = 256  # sentences per embedding call: a progress step
 
 
 def load_pairs(path: Path) -> list[tuple[float, str, str]]:
@@ -45,17 +48,30 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
+async def cosines(pairs: list[tuple[float, str, str]], embedder: Embedder) -> np.ndarray:
+    """The embedder's cosine of each pair (the vectors are unit length)."""
+    texts = [p[1] for p in pairs] + [p[2] for p in pairs]
+    parts = []
+    with progress("embedding sentences", len(texts)) as advance:
+        for start in range(0, len(texts), _CHUNK):
+            chunk = texts[start : start + _CHUNK]
+            parts.append(await embed_checked(embedder, chunk, timeout=None))
+            advance(len(chunk))
+    vectors = np.concatenate(parts)
+    left, right = vectors[: len(pairs)], vectors[len(pairs) :]
+    scores: np.ndarray = np.einsum("ij,ij->i", left, right)
+    return scores
+
+
 async def run(data: Path, embedder: Embedder) -> SuiteReport:
     pairs = load_pairs(data)
     if not pairs:
         raise ConfigError(f"no STS-B pairs in {data}")
     gold = np.array([p[0] for p in pairs])
-    left = await embed_checked(embedder, [p[1] for p in pairs], timeout=None)
-    right = await embed_checked(embedder, [p[2] for p in pairs], timeout=None)
-    cosines = np.einsum("ij,ij->i", left, right)
+    scores = await cosines(pairs, embedder)
     return SuiteReport(
         suite="stsb",
         data=str(data),
         embedder=embedder.name,
-        metrics={"pairs": len(pairs), "spearman": round(spearman(cosines, gold), 4)},
+        metrics={"pairs": len(pairs), "spearman": round(spearman(scores, gold), 4)},
     )

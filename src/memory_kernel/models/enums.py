@@ -83,3 +83,4 @@ class EventKind(StrEnum):
     DECISION_RECORDED = "decision_recorded"
     DECISION_STARTED = "decision_started"
     DECISION_FINALIZED = "decision_finalized"
+    CONTEXT_ASSEMBLED = "context_assembled"  # post_turn keeps the turn's ContextReport

@@ -110,6 +110,9 @@ class TurnHandle(OutputModel):
     duplicate_of: uuid.UUID | None = None
     #: The user's message (the passive prefetch recalls for the next turn from it).
     message: str = ""
+    #: The context report of this turn; ``post_turn`` persists it for ``memory-kernel inspect``
+    #: (carried here so any kernel instance, in any process, can finish the turn).
+    context: ContextReport | None = None
 
 
 class TurnReport(OutputModel):

@@ -1,0 +1,80 @@
+"""What ``memory-kernel eval`` and ``memory-kernel tune`` do, behind their typer wrappers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from memory_kernel.errors import ConfigError
+from memory_kernel.eval.embedders import close_embedder, embedder_from_name
+from memory_kernel.eval.report import SuiteReport, print_report, write_json
+from memory_kernel.eval.suites import load_suite
+from memory_kernel.protocols import Embedder
+
+__all__ = ["run_eval", "run_tune"]
+
+
+async def _timed(
+    embedder_name: str, work: Callable[[Embedder], Awaitable[SuiteReport]]
+) -> SuiteReport:
+    embedder = embedder_from_name(embedder_name)
+    start = time.perf_counter()
+    try:
+        report = await work(embedder)
+    finally:
+        await close_embedder(embedder)
+    return report.model_copy(update={"elapsed_s": round(time.perf_counter() - start, 2)})
+
+
+def _check_inputs(data: Path, plot: Path | None, suite: str, *, sweep: bool) -> None:
+    if not data.is_file():
+        raise ConfigError(f"no such data file: {data}")
+    if plot is not None:
+        from memory_kernel.eval.plot import check_plottable
+
+        check_plottable(suite, sweep=sweep)
+
+
+def _emit(console: Console, report: SuiteReport, json_path: Path | None, plot: Path | None) -> None:
+    print_report(report, console)
+    if json_path is not None:
+        write_json(report, json_path)
+        console.print(f"[dim]wrote {json_path}[/]")
+    if plot is not None:
+        from memory_kernel.eval.plot import plot_report
+
+        plot_report(report, plot)
+        console.print(f"[dim]wrote {plot}[/]")
+
+
+def run_eval(
+    console: Console, *, suite: str, data: Path, embedder: str, json_path: Path | None,
+    plot: Path | None,
+) -> SuiteReport:  # fmt: skip
+    """Run one suite, print its report and summary, write JSON / PNG if asked."""
+    runner = load_suite(suite)
+    _check_inputs(data, plot, suite, sweep=False)
+    console.print(f"[dim]suite {suite} · embedder {embedder} · data {data}[/]")
+    report = asyncio.run(_timed(embedder, lambda chosen: runner(data, chosen)))
+    _emit(console, report, json_path, plot)
+    return report
+
+
+def run_tune(
+    console: Console, *, suite: str, data: Path, embedder: str, param: str | None,
+    values: str | None, json_path: Path | None, plot: Path | None,
+) -> SuiteReport:  # fmt: skip
+    """Sweep one threshold of a suite; print the table and the best value."""
+    from memory_kernel.eval.sweep import sweep
+
+    _check_inputs(data, plot, suite, sweep=True)
+    console.print(f"[dim]tune {suite} · embedder {embedder} · data {data}[/]")
+    report = asyncio.run(
+        _timed(embedder, lambda chosen: sweep(suite, data, chosen, param=param, values=values))
+    )
+    _emit(console, report, json_path, plot)
+    return report
