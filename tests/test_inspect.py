@@ -16,7 +16,13 @@ from memory_kernel.cli import app
 from memory_kernel.inspection import AgentInspection, DecisionState, inspect_agent
 from memory_kernel.models.enums import DecidedBy, EventKind, FactStatus, MemoryKind
 from memory_kernel.models.facts import FactInput
-from memory_kernel.models.turns import SkipReason, TurnContext, TurnInput, TurnOutcome
+from memory_kernel.models.turns import (
+    SkipReason,
+    TurnContext,
+    TurnHandle,
+    TurnInput,
+    TurnOutcome,
+)
 from memory_kernel.storage import migrate
 from memory_kernel.storage.events import Event, write_events
 from memory_kernel.storage.tables import memory_events
@@ -52,7 +58,7 @@ async def test_inspect_reports_chains_rejections_and_context(
     kernel: MemoryKernel, clock: FrozenClock
 ) -> None:
     done, hey = await _build(kernel, clock)
-    seen = await inspect_agent(kernel.database, AGENT, limit=10)
+    seen = await kernel.inspect(AGENT, limit=10)
     assert seen.count(MemoryKind.FACT, FactStatus.ACTIVE) == 2
     assert seen.count(MemoryKind.FACT, FactStatus.SUPERSEDED) == 2
     assert seen.count(MemoryKind.DECISION, DecisionState.REJECTED) == 1
@@ -81,6 +87,18 @@ def _check_chain(seen: AgentInspection) -> None:
     assert chain.previous[1].superseded_by == chain.previous[0].id
     assert all(f.status is FactStatus.SUPERSEDED for f in chain.previous)
     assert all(f.agent_id == AGENT for c in seen.facts for f in (c.fact, *c.previous))
+
+
+async def test_a_handle_from_another_process_still_persists_its_report(
+    kernel: MemoryKernel,
+) -> None:
+    """The report rides on the handle: a host that serialises the handle between pre_turn
+    and post_turn (another worker, another process) loses nothing."""
+    ctx = await kernel.pre_turn(TurnInput(agent_id=AGENT, session_id="s9", message="Hey!"))
+    wire = ctx.turn.model_dump_json()
+    await kernel.post_turn(TurnHandle.model_validate_json(wire), TurnOutcome(response_text="Hi"))
+    [entry] = (await kernel.inspect(AGENT)).context_reports
+    assert entry.report == ctx.report.context and entry.episode_id == ctx.turn.episode_id
 
 
 async def test_limit_bounds_each_list_and_is_validated(

@@ -16,6 +16,7 @@ from memory_kernel.consolidation.phases import ProgressCallback
 from memory_kernel.context.engine import ContextEngine
 from memory_kernel.embeddings import HashingEmbedder
 from memory_kernel.heart import Heart
+from memory_kernel.inspection import AgentInspection, inspect_agent
 from memory_kernel.judges.base import Judge
 from memory_kernel.models.consolidation import ConsolidationReport
 from memory_kernel.models.context import MemoryHit, SearchType
@@ -121,6 +122,12 @@ class MemoryKernel:
     def stats(self) -> GateStats:
         """Counters of the decision gate since open: what each layer rejected and why."""
         return self._cognitive.stats()
+
+    async def inspect(self, agent_id: str, *, limit: int = 10) -> AgentInspection:
+        """What a developer needs when an agent "forgot" something: counts by status, the
+        newest facts with their supersession chains, rejected decisions with reasons and the
+        last context reports (``memory-kernel inspect --agent``)."""
+        return await inspect_agent(self._db, agent_id, limit=limit)
 
     async def consolidate(
         self, agent_id: str, *, dry_run: bool = False, progress: ProgressCallback | None = None
