@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import statistics
 import tempfile
@@ -277,6 +278,10 @@ def show(
     )
     turns.add_row("raw asyncpg floor, same queries", f"{b50:.2f}", f"{b99:.2f}", "3 connections")
     console.print(turns)
+    # Other processes inflate every figure: the load says how much to trust them (ratios to
+    # the floor, taken in the same run, suffer least).
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    console.print(f"load average (1, 5, 15 min): {load} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

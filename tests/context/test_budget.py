@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_kernel.context.budget import assemble, render
+from memory_kernel.context.budget import assemble, day_of, render
 from memory_kernel.context.tokens import (
     EncodingTokenCounter,
     EstimatingTokenCounter,
     tiktoken_counter,
 )
 from memory_kernel.errors import ConfigError
-from memory_kernel.models.context import ContextItem, NodeContent, Tier
+from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 
 COUNTER = EstimatingTokenCounter()
+DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
 
 def node(name: str, tier: Tier, *texts: str) -> NodeContent:
@@ -133,3 +137,131 @@ def test_budget_is_never_exceeded(
         for item in section.items:
             if section.tier is not Tier.SYSTEM:  # only system text may be truncated
                 assert item.text in originals[section.node]
+
+
+# -- recalled memories: one day line per date, best first claims ------------------------------
+
+
+def hit_item(text: str, score: float, when: datetime, source: MemorySource) -> ContextItem:
+    hit = MemoryHit(
+        source=source,
+        id=uuid.uuid4(),
+        text=text,
+        similarity=score,
+        confidence=0.7,
+        recency=1.0,
+        score=score,
+        created_at=when,
+    )
+    return ContextItem(text=text, hit=hit)
+
+
+def episodes_node(*items: ContextItem) -> NodeContent:
+    return NodeContent(
+        node="episodic_memory", title="Past episodes", tier=Tier.STREAMED, items=items
+    )
+
+
+def test_episodes_are_shown_oldest_first_under_one_line_per_day() -> None:
+    late = hit_item("Mel: we went camping", 0.9, DAY + timedelta(days=30), MemorySource.EPISODE)
+    early_b = hit_item(
+        "Caro: it was powerful", 0.8, DAY + timedelta(seconds=1), MemorySource.EPISODE
+    )
+    early_a = hit_item("Caro: I joined a group", 0.7, DAY, MemorySource.EPISODE)
+    out = assemble([episodes_node(late, early_b, early_a)], budget=1000, counter=COUNTER)
+    assert out.text == (
+        "## Past episodes\n[2023-05-08]\n- Caro: I joined a group\n- Caro: it was powerful\n"
+        "[2023-06-07]\n- Mel: we went camping"
+    )
+    assert [i.text for i in out.sections[0].items] == [i.text for i in (early_a, early_b, late)]
+    assert out.text == render(out.sections)
+
+
+def test_facts_carry_no_day_line_and_keep_their_rank_order() -> None:
+    fact = hit_item("Caro is a counselor", 0.5, DAY, MemorySource.FACT)
+    assert day_of(fact) is None and day_of(ContextItem(text="x")) is None
+    other = hit_item("Mel paints", 0.9, DAY + timedelta(days=2), MemorySource.FACT)
+    facts = NodeContent(node="facts", title="Known facts", tier=Tier.STREAMED, items=(other, fact))
+    out = assemble([facts], budget=1000, counter=COUNTER)
+    assert out.text == "## Known facts\n- Mel paints\n- Caro is a counselor"
+
+
+def test_a_day_line_is_charged_to_the_item_that_opens_it() -> None:
+    # Room for the header, one day line, two same-day items and the line of a third item of
+    # another day, but not for that third item's own day line: it is dropped whole.
+    same = [
+        hit_item(
+            f"turn {i} of the talk", 0.9 - i / 10, DAY + timedelta(seconds=i), MemorySource.EPISODE
+        )
+        for i in range(2)
+    ]
+    other = hit_item("turn 9 of the talk", 0.5, DAY + timedelta(days=1), MemorySource.EPISODE)
+    lines = ["## Past episodes\n\n", "[2023-05-08]\n", *(f"- {i.text}\n" for i in (*same, other))]
+    budget = sum(COUNTER.count(line) for line in lines)
+    out = assemble([episodes_node(*same, other)], budget=budget, counter=COUNTER)
+    assert [i.text for i in out.sections[0].items] == [i.text for i in same]
+    assert out.items_dropped == 1
+    roomier = assemble([episodes_node(*same, other)], budget=budget + 4, counter=COUNTER)
+    assert len(roomier.hits) == 3 and "[2023-05-09]" in roomier.text
+
+
+_day = st.integers(min_value=0, max_value=3).map(lambda d: DAY + timedelta(days=d))
+_hit = st.builds(
+    hit_item,
+    _text.filter(str.strip),
+    st.floats(min_value=0.0, max_value=1.0),
+    _day,
+    st.sampled_from([MemorySource.EPISODE, MemorySource.FACT]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    episodes=st.lists(_hit, max_size=10),
+    facts=st.lists(_hit, max_size=10),
+    budget=st.integers(min_value=0, max_value=300),
+    chars_per_token=st.sampled_from([1.0, 4.0, 7.5]),
+)
+def test_budget_holds_with_day_lines(
+    episodes: list[ContextItem], facts: list[ContextItem], budget: int, chars_per_token: float
+) -> None:
+    counter = EstimatingTokenCounter(chars_per_token)
+    sections = [
+        episodes_node(*episodes),
+        NodeContent(node="facts", title="Known facts", tier=Tier.STREAMED, items=tuple(facts)),
+    ]
+    out = assemble(sections, budget=budget, counter=counter)
+    assert counter.count(out.text) <= budget
+    assert out.text == render(out.sections)
+    kept = [i for s in out.sections for i in s.items]
+    assert all(i in (*episodes, *facts) for i in kept), "whole items only, never cut"
+    assert len(out.hits) == len(kept)
+
+
+def test_the_same_memory_from_two_nodes_is_kept_once_the_best_one() -> None:
+    told = "Caroline joined the LGBTQ support group on Friday"
+    episode = hit_item(f"Caroline: {told.lower()}!", 0.9, DAY, MemorySource.EPISODE)
+    fact = hit_item(told, 0.8, DAY, MemorySource.FACT)
+    other = hit_item("Melanie painted a sunrise over the lake", 0.7, DAY, MemorySource.FACT)
+    facts = NodeContent(node="facts", title="Known facts", tier=Tier.STREAMED, items=(fact, other))
+    out = assemble([facts, episodes_node(episode)], budget=1000, counter=COUNTER)
+    assert [h.text for h in out.hits] == [other.text, episode.text]
+    assert out.duplicates == 1 and out.items_dropped == 0
+    kept_all = assemble(
+        [facts, episodes_node(episode)], budget=1000, counter=COUNTER, duplicate_overlap=1.0
+    )
+    assert len(kept_all.hits) == 3 and kept_all.duplicates == 0
+
+
+def test_a_duplicate_left_out_costs_nothing() -> None:
+    first = hit_item("the deploy of project 006 shipped on monday", 0.9, DAY, MemorySource.FACT)
+    repeat = hit_item("Project 006: the deploy shipped on Monday", 0.8, DAY, MemorySource.FACT)
+    last = hit_item("the user prefers teal", 0.1, DAY, MemorySource.FACT)
+    facts = NodeContent(
+        node="facts", title="Known facts", tier=Tier.STREAMED, items=(first, repeat, last)
+    )
+    room = sum(
+        COUNTER.count(x) for x in ("## Known facts\n\n", f"- {first.text}\n", f"- {last.text}\n")
+    )
+    out = assemble([facts], budget=room, counter=COUNTER)
+    assert [h.text for h in out.hits] == [first.text, last.text]

@@ -179,8 +179,9 @@ async def test_a_failing_host_node_is_reported_and_the_turn_goes_on(
 async def test_budget_holds_and_tiers_are_reported(
     kernel: MemoryKernel, engine: ContextEngine
 ) -> None:
-    for i in range(12):
-        await add_fact(kernel, A, f"Fact {i} about the garden: tomatoes need water {i} times")
+    for i in range(12):  # distinct facts (near-verbatim repeats would be left out as such)
+        tags = " ".join(f"{w}{i}" for w in ("alpha", "bravo", "delta", "kilo", "lima"))
+        await add_fact(kernel, A, f"Garden tomatoes need water, note {tags}")
     recent = [f"user: message {i} about the garden" for i in range(4)]
     ctx = await engine.build(
         request(
@@ -279,3 +280,15 @@ def test_request_from_turn_maps_the_hook_input() -> None:
     assert req.classification == {"urgency": "high"}
     assert req.returning_from_silence and req.token_budget == 900
     assert req.recent_messages == ["user: hi"] and req.gists == ["a gist"]
+
+
+async def test_near_verbatim_memories_are_assembled_once(
+    kernel: MemoryKernel, engine: ContextEngine
+) -> None:
+    for i in range(6):
+        await add_fact(kernel, A, f"Fact {i} about the garden: tomatoes need water {i} times")
+    await add_fact(kernel, A, "The greenhouse roof leaks when it rains")
+    ctx = await engine.build(request("how often do tomatoes need water in the garden?"))
+    garden = [h for h in ctx.hits if "tomatoes" in h.text]
+    assert len(garden) == 1, "six near-verbatim facts take the budget of one"
+    assert ctx.text.count("tomatoes need water") == 1

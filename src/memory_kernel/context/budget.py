@@ -7,12 +7,16 @@ Claim order (who gets tokens first):
 2. ``TOOL`` — results the agent explicitly asked for are privileged: next claim, whole items;
 3. ``STREAMED`` — recalled memories are opportunistic: whole items, best recall score
    first across all memory sections, while they fit; an item that does not fit is
-   dropped whole, never cut;
+   dropped whole, never cut; an item that repeats a kept one nearly word for word (the
+   same memory as a fact and as an episode) is left out and costs nothing;
 4. ``SYSTEM`` — persona / host nodes fill what is left; the item that no longer fits is
    truncated at a word boundary (the seed's ``truncate(system, max_tokens=budget)``).
 
 Display order is different: system first, then memories, tool results, and the recent
-messages last (closest to the user's message). Section headers cost tokens too. Costs are
+messages last (closest to the user's message). Within a section, recalled episodes are
+shown oldest first under one ``[YYYY-MM-DD]`` line per day instead of a date on every
+item: a day's turns read as the conversation they were, and the date is paid for once.
+Section headers and day lines cost tokens too, charged to the item that opens them. Costs are
 the counter's count of each rendered line; a final check on the whole text drops the last
 opportunistic item while the real count is over (tokenizers need not be additive), so
 ``count(text) <= budget`` always holds.
@@ -22,12 +26,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from memory_kernel.models.context import ContextItem, MemoryHit, NodeContent, Tier
+from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 from memory_kernel.protocols import TokenCounter
+from memory_kernel.similarity import words
 
-__all__ = ["Assembly", "assemble", "render"]
+__all__ = ["DUPLICATE_OVERLAP", "Assembly", "assemble", "day_of", "render"]
 
+#: Streamed items sharing more than this share of words are one memory told twice: only
+#: near-verbatim repeats pass 0.8 (a paraphrase shares far fewer words).
+DUPLICATE_OVERLAP = 0.8
 _CLAIM_ORDER = (Tier.RECENT, Tier.TOOL, Tier.STREAMED, Tier.SYSTEM)
 _DISPLAY_ORDER = (Tier.SYSTEM, Tier.STREAMED, Tier.TOOL, Tier.RECENT)
 
@@ -39,6 +48,7 @@ class Assembly:
     hits: list[MemoryHit]
     tokens_used: int
     items_dropped: int
+    duplicates: int = 0  # streamed items left out as near-duplicates of kept ones
     tokens_by_tier: dict[str, int] = field(default_factory=dict)
     tokens_by_node: dict[str, int] = field(default_factory=dict)
 
@@ -51,13 +61,46 @@ def _line(item: ContextItem) -> str:
     return f"- {item.text}"
 
 
+def day_of(item: ContextItem) -> str | None:
+    """The day line a recalled episode is shown under (``None``: no day line). Episodes are
+    things that happened, so when matters; a fact is true until superseded, undated."""
+    hit = item.hit
+    if hit is None or hit.source is not MemorySource.EPISODE:
+        return None
+    return f"[{hit.created_at:%Y-%m-%d}]"
+
+
+def _display(items: Sequence[ContextItem]) -> list[ContextItem]:
+    """Dated items oldest first (stable: same-time items keep their order), then the
+    undated ones in their given (best-first) order."""
+    dated = [i for i in items if day_of(i) is not None]
+    if not dated:
+        return list(items)
+    dated.sort(key=_when)
+    return dated + [i for i in items if day_of(i) is None]
+
+
+def _when(item: ContextItem) -> datetime:
+    assert item.hit is not None  # only dated items are sorted
+    return item.hit.created_at
+
+
+def _lines(section: NodeContent) -> list[str]:
+    out = [_header(section)]
+    day = None
+    for item in _display(section.items):
+        label = day_of(item)
+        if label is not None and label != day:
+            out.append(label)
+        day = label
+        out.append(_line(item))
+    return out
+
+
 def render(sections: Sequence[NodeContent]) -> str:
-    """``## Title`` then one ``- item`` line per item; sections separated by a blank line."""
-    blocks = []
-    for section in sections:
-        if section.items:
-            blocks.append("\n".join([_header(section), *(_line(i) for i in section.items)]))
-    return "\n\n".join(blocks)
+    """``## Title`` then one ``- item`` line per item (recalled episodes under a
+    ``[YYYY-MM-DD]`` line per day); sections separated by a blank line."""
+    return "\n\n".join("\n".join(_lines(s)) for s in sections if s.items)
 
 
 def _truncate(text: str, max_tokens: int, counter: TokenCounter) -> str:
@@ -81,18 +124,27 @@ class _Packer:
         self.cost: dict[str, int] = {}
         self.dropped = 0
         self.order: list[tuple[str, ContextItem]] = []  # opportunistic items, in claim order
+        self.days: set[tuple[str, str]] = set()  # (node, day line) already paid for
+        self.duplicates = 0
 
-    def header_cost(self, section: NodeContent) -> int:
-        if section.node in self.kept:
-            return 0
-        # "\n\n" between sections: one separator per section is a safe over-estimate.
-        return self.counter.count(_header(section) + "\n\n")
+    def header_cost(self, section: NodeContent, item: ContextItem | None = None) -> int:
+        cost = 0
+        if section.node not in self.kept:
+            # "\n\n" between sections: one separator per section is a safe over-estimate.
+            cost += self.counter.count(_header(section) + "\n\n")
+        day = None if item is None else day_of(item)
+        if day is not None and (section.node, day) not in self.days:
+            cost += self.counter.count(day + "\n")
+        return cost
 
     def take(self, section: NodeContent, item: ContextItem, *, droppable: bool) -> bool:
-        cost = self.counter.count(_line(item) + "\n") + self.header_cost(section)
+        cost = self.counter.count(_line(item) + "\n") + self.header_cost(section, item)
         if cost > self.left:
             return False
         self.left -= cost
+        day = day_of(item)
+        if day is not None:
+            self.days.add((section.node, day))
         self.kept.setdefault(section.node, []).append(item)
         self.cost[section.node] = self.cost.get(section.node, 0) + cost
         if droppable:
@@ -100,8 +152,20 @@ class _Packer:
         return True
 
 
-def assemble(sections: Sequence[NodeContent], *, budget: int, counter: TokenCounter) -> Assembly:
-    """Fit ``sections`` (each in its tier, items best first) into ``budget`` tokens."""
+def assemble(
+    sections: Sequence[NodeContent],
+    *,
+    budget: int,
+    counter: TokenCounter,
+    duplicate_overlap: float = DUPLICATE_OVERLAP,
+) -> Assembly:
+    """Fit ``sections`` (each in its tier, items best first) into ``budget`` tokens.
+
+    A streamed item whose words overlap an already kept streamed item's by more than
+    ``duplicate_overlap`` (shared words over the smaller set) is left out: recall's
+    diversity sampling works per node and on vectors; this also catches the same memory
+    told by two nodes (a fact and the episode it came from) and verbatim repeats that a
+    weak embedder scatters."""
     packer = _Packer(max(0, budget), counter)
     by_tier = {tier: [s for s in sections if s.tier is tier] for tier in _CLAIM_ORDER}
     for section in by_tier[Tier.RECENT]:
@@ -110,12 +174,23 @@ def assemble(sections: Sequence[NodeContent], *, budget: int, counter: TokenCoun
         for item in section.items:
             if not packer.take(section, item, droppable=False):
                 packer.dropped += 1
+    seen: list[set[str]] = []
     for section, item in _by_score(by_tier[Tier.STREAMED]):
-        if not packer.take(section, item, droppable=True):
+        said = words(item.text)
+        if any(_overlap(said, kept) > duplicate_overlap for kept in seen):
+            packer.duplicates += 1  # a fact that repeats an episode, or the reverse
+        elif packer.take(section, item, droppable=True):
+            seen.append(said)
+        else:
             packer.dropped += 1
     for section in by_tier[Tier.SYSTEM]:
         _fill(packer, section)
     return _finish(packer, sections, budget, counter)
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    """``similarity.text_overlap`` over pre-computed word sets."""
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
 
 def _by_score(sections: Sequence[NodeContent]) -> list[tuple[NodeContent, ContextItem]]:
@@ -175,6 +250,7 @@ def _finish(
         hits=hits,
         tokens_used=counter.count(text),
         items_dropped=packer.dropped,
+        duplicates=packer.duplicates,
         tokens_by_tier=by_tier,
         tokens_by_node={s.node: packer.cost.get(s.node, 0) for s in kept},
     )
@@ -186,5 +262,5 @@ def _kept_sections(packer: _Packer, sections: Sequence[NodeContent]) -> list[Nod
         for s in sections:
             items = packer.kept.get(s.node)
             if s.tier is tier and items:
-                out.append(s.model_copy(update={"items": tuple(items)}))
+                out.append(s.model_copy(update={"items": tuple(_display(items))}))
     return out

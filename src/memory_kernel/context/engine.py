@@ -211,10 +211,11 @@ class ContextEngine:
             token_budget=budget,
         )
         _log.info(
-            "context built: %d/%d tokens, nodes=[%s]",
+            "context built: %d/%d tokens, nodes=[%s], near-duplicates left out: %d",
             fitted.tokens_used,
             budget,
             ", ".join(s.node for s in fitted.sections),
+            fitted.duplicates,
             extra={"context_report": report.model_dump(mode="json", exclude={"inclusion"})},
         )
         return AssembledContext(

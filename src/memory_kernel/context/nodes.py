@@ -35,12 +35,11 @@ _DESCRIPTION_CHARS = 120  # the seed's decision line: "- [status] desc[:120] (co
 
 
 def format_hit(hit: MemoryHit) -> str:
-    """How a recalled memory reads in the prompt."""
+    """How a recalled memory reads in the prompt. An episode's date is not repeated on
+    each line: assembly shows episodes under one day line per date (``budget.day_of``)."""
     if hit.source is MemorySource.DECISION:
         status = hit.outcome or "pending"
         return f"[{status}] {hit.text[:_DESCRIPTION_CHARS]} (confidence: {hit.confidence:.2f})"
-    if hit.source is MemorySource.EPISODE:
-        return f"({hit.created_at:%Y-%m-%d}) {hit.text}"
     return hit.text
 
 

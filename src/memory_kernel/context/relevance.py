@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import logging
 import math
-import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -42,72 +40,17 @@ from memory_kernel.context.relevance_config import (
     Strength,
     load_relevance_config,
 )
+from memory_kernel.context.relevance_report import InclusionResult, log_report
+from memory_kernel.context.relevance_rules import closure, compile_when, default_config_path, holds
 from memory_kernel.context.tokens import NodeTokenEstimates
 from memory_kernel.models.context import InclusionReport
 
+# InclusionResult and default_config_path live in their own modules; importable from here.
 __all__ = ["InclusionResult", "RelevancePipeline", "default_config_path"]
 
 _log = logging.getLogger(__name__)
 
-_OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "_gte": operator.ge,
-    "_lte": operator.le,
-    "_gt": operator.gt,
-    "_lt": operator.lt,
-    "_eq": operator.eq,
-}
-_MISSING = object()
-_SILENCE = "returning_from_silence"
 _NAMES_CACHE = 4096
-
-Predicate = tuple[str, Callable[[Any, Any], bool], Any]
-Conditions = tuple[Predicate, ...]
-
-
-def default_config_path() -> Path:
-    """The configuration shipped with the package (``default_relevance.json``)."""
-    return Path(str(resources.files("memory_kernel.context") / "default_relevance.json"))
-
-
-def _compile(when: Mapping[str, Any]) -> Conditions:
-    out: list[Predicate] = []
-    for key, value in when.items():
-        for suffix, op in _OPS.items():
-            if key.endswith(suffix) and len(key) > len(suffix):
-                out.append((key[: -len(suffix)], op, value))
-                break
-        else:
-            out.append((key, operator.eq, value))
-    return tuple(out)
-
-
-def _holds(
-    conditions: Conditions, signals: Mapping[str, Any], classification: Mapping[str, Any], rfs: bool
-) -> bool:
-    for key, op, expected in conditions:
-        if key == _SILENCE:
-            value: Any = rfs
-        else:
-            value = signals.get(key, _MISSING)
-            if value is _MISSING:
-                value = classification.get(key, _MISSING)
-                if value is _MISSING:
-                    return False
-        try:
-            if not op(value, expected):
-                return False
-        except TypeError:
-            return False
-    return True
-
-
-@dataclass(frozen=True, slots=True)
-class InclusionResult:
-    included: frozenset[str]
-    report: InclusionReport
-
-    def as_map(self, nodes: Iterable[str]) -> dict[str, bool]:
-        return {node: node in self.included for node in nodes}
 
 
 @dataclass(slots=True)
@@ -153,21 +96,24 @@ class RelevancePipeline:
             for mode, mask in config.template_masks.items()
         }
         self._rules = tuple(
-            (self._bit[node], tuple((_compile(r.when), r.strength is Strength.HARD) for r in rules))
+            (
+                self._bit[node],
+                tuple((compile_when(r.when), r.strength is Strength.HARD) for r in rules),
+            )
             for node, rules in config.signal_rules.items()
             if rules and node in universe
         )
-        closure = _closure(config.dependencies)
-        self._deps = {self._bit[n]: self._bits(d) for n, d in closure.items() if n in universe}
+        deps_of = closure(config.dependencies)
+        self._deps = {self._bit[n]: self._bits(d) for n, d in deps_of.items() if n in universe}
         self._dep_items = tuple((b, d) for b, d in self._deps.items() if d)
         self._dependents = {
-            self._bit[n]: self._bits(m for m, ds in closure.items() if n in ds) for n in self.nodes
+            self._bit[n]: self._bits(m for m, ds in deps_of.items() if n in ds) for n in self.nodes
         }
         self._safety = tuple(
             (
                 self._bit[node] | self._deps.get(self._bit[node], 0),
                 node,
-                tuple(_compile(r.when) for r in rules),
+                tuple(compile_when(r.when) for r in rules),
             )
             for node, rules in config.safety_overrides.items()
             if rules and node in universe
@@ -286,8 +232,8 @@ class RelevancePipeline:
             )
         dropped = self._cap(state) if self.config.enabled else []
         result = self._result(mode, state, overrides, dropped)
-        if log and _log.isEnabledFor(logging.INFO):
-            _log_report(result.report)
+        if log:
+            log_report(result.report)
         return result
 
     def _run(
@@ -306,7 +252,7 @@ class RelevancePipeline:
                 continue
             strength = None
             for conditions, is_hard in rules:
-                if _holds(conditions, signals, classification, rfs):
+                if holds(conditions, signals, classification, rfs):
                     strength = is_hard
                     if is_hard:
                         break
@@ -328,7 +274,7 @@ class RelevancePipeline:
             if state.included & bit:
                 state.included |= deps
         for bits, node, whens in self._safety:  # layer 6
-            if any(_holds(c, signals, classification, rfs) for c in whens):
+            if any(holds(c, signals, classification, rfs) for c in whens):
                 overrides.append(f"safety:{node}")
                 state.forced |= bits
                 state.included |= bits
@@ -403,37 +349,3 @@ class RelevancePipeline:
             enabled=self.config.enabled,
         )
         return InclusionResult(frozenset(report.included), report)
-
-
-def _closure(dependencies: Mapping[str, list[str]]) -> dict[str, tuple[str, ...]]:
-    """Each node's transitive dependencies (the graph is acyclic: checked at load)."""
-    memo: dict[str, tuple[str, ...]] = {}
-
-    def deps(node: str) -> tuple[str, ...]:
-        if node not in memo:
-            out: dict[str, None] = {}
-            for dep in dependencies.get(node, ()):
-                out[dep] = None
-                out.update(dict.fromkeys(deps(dep)))
-            memo[node] = tuple(out)
-        return memo[node]
-
-    return {node: deps(node) for node in dependencies}
-
-
-def _log_report(report: InclusionReport) -> None:
-    _log.info(
-        "[CONTEXT RELEVANCE] mode=%s | excluded_hard=[%s] | excluded_soft=[%s] | "
-        "recovered_soft=[%s] | deps_added=[%s] | overrides_applied=[%s] | dropped_by_cap=[%s] "
-        "| total_included=%d | est_tokens=%d",
-        report.mode,
-        ", ".join(report.excluded_hard),
-        ", ".join(report.excluded_soft),
-        ", ".join(report.recovered_soft),
-        ", ".join(report.deps_added),
-        ", ".join(report.overrides_applied),
-        ", ".join(report.dropped_by_cap),
-        report.total_included,
-        report.est_tokens,
-        extra={"context_relevance": report.model_dump()},
-    )
