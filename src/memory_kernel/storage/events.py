@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind
 from memory_kernel.storage.tables import memory_events
 
-__all__ = ["Event", "write_events"]
+__all__ = ["Event", "event_row", "write_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,26 +30,25 @@ class Event:
     details: Mapping[str, Any] = field(default_factory=dict)
 
 
+def event_row(e: Event) -> dict[str, Any]:
+    """The ``memory_events`` row of one event (a fresh id)."""
+    return {
+        "agent_id": e.agent_id,
+        "id": uuid.uuid4(),
+        "memory_kind": e.kind.value,
+        "memory_id": e.memory_id,
+        "event": e.event.value,
+        "reason": e.reason,
+        "score": e.score,
+        "decided_by": e.decided_by.value,
+        "related_id": e.related_id,
+        "details": dict(e.details),
+        "created_at": e.at,
+    }
+
+
 async def write_events(conn: AsyncConnection, events: Sequence[Event]) -> None:
     """Insert the events (one round trip); the caller owns the transaction."""
     if not events:
         return
-    await conn.execute(
-        memory_events.insert(),
-        [
-            {
-                "agent_id": e.agent_id,
-                "id": uuid.uuid4(),
-                "memory_kind": e.kind.value,
-                "memory_id": e.memory_id,
-                "event": e.event.value,
-                "reason": e.reason,
-                "score": e.score,
-                "decided_by": e.decided_by.value,
-                "related_id": e.related_id,
-                "details": dict(e.details),
-                "created_at": e.at,
-            }
-            for e in events
-        ],
-    )
+    await conn.execute(memory_events.insert(), [event_row(e) for e in events])

@@ -37,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_kernel.heart.episodes.repository import COLUMNS, to_episode, window
 from memory_kernel.models.enums import EpisodeStatus
 from memory_kernel.models.episodes import Episode
-from memory_kernel.storage.events import Event
+from memory_kernel.storage.events import Event, event_row
 from memory_kernel.storage.tables import episodes, memory_events
 
 __all__ = ["Completion", "Seen", "complete_in", "create_in", "reuse_in"]
@@ -80,20 +80,7 @@ def _binds(table: Table, prefix: str, names: Sequence[str]) -> dict[str, Any]:
 
 def _event_params(prefix: str, e: Event) -> dict[str, Any]:
     """The bound values of one audit row (the same row ``storage.events`` writes)."""
-    row = {
-        "agent_id": e.agent_id,
-        "id": uuid.uuid4(),
-        "memory_kind": e.kind.value,
-        "memory_id": e.memory_id,
-        "event": e.event.value,
-        "reason": e.reason,
-        "score": e.score,
-        "decided_by": e.decided_by.value,
-        "related_id": e.related_id,
-        "details": dict(e.details),
-        "created_at": e.at,
-    }
-    return {f"{prefix}{k}": v for k, v in row.items()}
+    return {f"{prefix}{k}": v for k, v in event_row(e).items()}
 
 
 def _events_params(events: Sequence[Event]) -> dict[str, Any]:
