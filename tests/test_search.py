@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel import ConflictError, MemoryKernel, MemoryKernelConfig
@@ -165,3 +165,51 @@ async def test_agent_ids_that_need_quoting_are_promoted_safely(
             conn, facts, agent_id=agent, vector=_unit(np.random.default_rng(5), 1)[0], k=3
         )
     assert len(rows) == 3
+
+
+async def test_driver_path_and_sqlalchemy_path_agree(small_partitions: MemoryKernel) -> None:
+    """Plain columns and column-vs-value filters run on the driver connection (no SQLAlchemy
+    statement at all); a label forces the SQLAlchemy path. Both return the same rows, in the
+    same order, inside and outside a transaction and in both kinds of partition."""
+    kernel = small_partitions
+    rng = np.random.default_rng(6)
+    async with kernel.database.transaction() as conn:
+        await _insert(conn, "big", _unit(rng, 300))
+        await _insert(conn, "small", _unit(rng, 60))
+        await conn.execute(
+            text("UPDATE facts SET confidence = 0.2 WHERE content LIKE '%0'")
+        )  # every tenth fact: filtered out below
+    await rebalance(kernel.database, NOW)
+    seen: list[str] = []
+    event.listen(
+        kernel.database.engine.sync_engine,
+        "before_cursor_execute",
+        lambda *a: seen.append(a[2]),
+    )
+    for agent in ("big", "small"):
+        for query in _unit(rng, 5):
+            where = [facts.c.confidence >= 0.5, facts.c.status != "superseded"]
+            async with kernel.database.connection() as conn:
+                seen.clear()
+                fast = await nearest(
+                    conn, facts, agent_id=agent, vector=query, k=8, where=where,
+                    columns=[facts.c.id, facts.c.content, facts.c.metadata],
+                )  # fmt: skip
+                assert seen == [], "plain shapes must not go through SQLAlchemy"
+            async with kernel.database.transaction() as conn:
+                slow = await nearest(
+                    conn, facts, agent_id=agent, vector=query, k=8, where=where,
+                    columns=[facts.c.id, facts.c.content.label("content"), facts.c.metadata],
+                )  # fmt: skip
+                assert seen, "a label takes the SQLAlchemy path"
+            assert len(fast) == 8
+            assert [r.id for r in fast] == [r.id for r in slow]
+            assert [r.content for r in fast] == [r._mapping["content"] for r in slow]
+            assert all(not r.content.endswith("0") for r in fast), "the filter applies"
+            assert all(r.metadata == {} for r in fast), "JSON decoded like SQLAlchemy's"
+            assert all(isinstance(r.id, uuid.UUID) for r in fast)
+            np.testing.assert_allclose(
+                [r.distance for r in fast], [r.distance for r in slow], atol=1e-6
+            )
+            with pytest.raises(AttributeError):
+                _ = fast[0].no_such_column

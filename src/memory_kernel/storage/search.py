@@ -7,19 +7,29 @@ partition, and there the scan is either exact (the shared default partition, sma
 or an HNSW index that holds only this agent's searchable rows. Both return ``k`` rows when
 ``k`` exist. The ``searchable`` predicate is written literally (not as a bound parameter) so
 the planner can prove it implies the partial index's predicate.
+
+Why two execution paths: the database answers a warm per-agent search in about a millisecond,
+and SQLAlchemy's statement machinery (building, caching, binding the vector as text,
+processing rows) cost as much again per call (benchmarks/search.py). The common shapes —
+plain columns, filters comparing a column with a value — are rendered to SQL once per shape
+and run on the driver connection with the vector in pgvector's binary form. Anything else
+(labels, expressions) goes through SQLAlchemy, with the same semantics.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import ColumnElement, Row, Table, select, text
+from sqlalchemy import BinaryExpression, BindParameter, Column, ColumnElement, Row, Table, select
+from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import operators
 
-__all__ = ["SEARCHABLE", "AnyRow", "nearest"]
+__all__ = ["SEARCHABLE", "AnyRow", "DriverRow", "nearest"]
 
 AnyRow = Row[*tuple[Any, ...]]
 
@@ -29,6 +39,35 @@ SEARCHABLE: dict[str, str] = {
     "episodes": "admission = 'active' AND embedding IS NOT NULL",
     "decisions": "active AND embedding IS NOT NULL",
 }
+
+# Comparison operators the driver path renders itself; any other filter takes SQLAlchemy's.
+_OPERATORS: dict[Any, str] = {
+    operators.eq: "=",
+    operators.ne: "<>",
+    operators.gt: ">",
+    operators.ge: ">=",
+    operators.lt: "<",
+    operators.le: "<=",
+}
+
+
+class DriverRow:
+    """A driver record with the parts of SQLAlchemy's ``Row`` interface the callers use:
+    attribute access by column name and ``_mapping``."""
+
+    __slots__ = ("_mapping",)
+
+    def __init__(self, record: Mapping[str, Any]) -> None:
+        self._mapping = record
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._mapping[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        return f"DriverRow({dict(self._mapping)!r})"
 
 
 async def nearest(
@@ -50,12 +89,61 @@ async def nearest(
         return []
     if columns is None:
         columns = [c for c in table.c if c.name not in ("embedding", "search_tsv")]
+    plain = _plain(table, columns, where)
+    if plain is not None:
+        names, filters, values = plain
+        driver = (await conn.get_raw_connection()).driver_connection
+        assert driver is not None  # a connection checked out of the pool is open
+        sql = _driver_sql(table.name, names, filters)
+        vec = np.asarray(vector, dtype=np.float32)
+        records = await driver.fetch(sql, agent_id, vec, k, *values)
+        # Row-compatible for every caller (attribute access, ``_mapping``).
+        return cast(Sequence[AnyRow], [DriverRow(r) for r in records])
     distance = table.c.embedding.cosine_distance(vector).label("distance")
     stmt = (
         select(*columns, distance)
-        .where(table.c.agent_id == agent_id, text(SEARCHABLE[table.name]), *where)
+        .where(table.c.agent_id == agent_id, sql_text(SEARCHABLE[table.name]), *where)
         .order_by(distance)
         .limit(k)
     )
     result = await conn.execute(stmt)
     return result.all()
+
+
+def _plain(
+    table: Table, columns: Sequence[Any], where: Sequence[ColumnElement[bool]]
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], list[Any]] | None:
+    """Column names, ``(column, operator)`` filters and their values when the search uses
+    only plain columns of ``table`` and column-vs-value comparisons; otherwise ``None``."""
+    names: list[str] = []
+    for column in columns:
+        if not isinstance(column, Column) or column.table is not table:
+            return None
+        names.append(column.name)
+    filters: list[tuple[str, str]] = []
+    values: list[Any] = []
+    for clause in where:
+        if not isinstance(clause, BinaryExpression):
+            return None
+        left, right, op = clause.left, clause.right, _OPERATORS.get(clause.operator)
+        if op is None or not isinstance(left, Column) or left.table is not table:
+            return None
+        if not isinstance(right, BindParameter) or right.callable is not None:
+            return None
+        filters.append((left.name, op))
+        values.append(right.value)
+    return tuple(names), tuple(filters), values
+
+
+@lru_cache(maxsize=256)
+def _driver_sql(table: str, names: tuple[str, ...], filters: tuple[tuple[str, str], ...]) -> str:
+    """The search as SQL text: ``$1`` agent, ``$2`` vector, ``$3`` k, then filter values.
+
+    Names come from the table's own columns and operators from a fixed set, never from input.
+    """
+    selected = ", ".join(f'"{name}"' for name in names)
+    extra = "".join(f' AND "{name}" {op} ${i}' for i, (name, op) in enumerate(filters, 4))
+    return (
+        f"SELECT {selected}, embedding <=> $2 AS distance FROM {table}"  # noqa: S608
+        f" WHERE agent_id = $1 AND {SEARCHABLE[table]}{extra} ORDER BY distance LIMIT $3"
+    )
