@@ -44,9 +44,6 @@ class Step:
     answer: str
     frame: str | None = None  # the host's frame for the turn (None: memory-kernel picks one)
     needs: str | None = None  # text the answer depends on; searched for if not in the prompt
-    # How sure the model says it is of a decision. Without it a decision keeps the 0.5
-    # placeholder, which passive recall (confidence > 0.5) leaves out of later prompts.
-    confidence: float | None = None
 
 
 @dataclass
@@ -63,7 +60,6 @@ SCRIPT = [
         "production and the orders need transactions.",
         frame="decision",
         needs="PostgreSQL",
-        confidence=0.8,
     ),
     Step(
         "When is the payments API deadline?",
@@ -107,9 +103,13 @@ async def seed(kernel: MemoryKernel) -> None:
 
 
 async def run_tool(kernel: MemoryKernel, call: dict[str, Any]) -> ToolResult:
-    """Execute the model's ``search_memory`` call (the host supplies ``agent_id``)."""
-    hits = await kernel.search_memory(AGENT, **call["arguments"])
-    output = "\n".join(f"- {h.text}" for h in hits)
+    """Execute the model's tool call (the host supplies ``agent_id``). ``record_decision``
+    needs no work here: ``post_turn`` records the decision from the reported result."""
+    if call["name"] == "record_decision":
+        output = "recorded"
+    else:
+        hits = await kernel.search_memory(AGENT, **call["arguments"])
+        output = "\n".join(f"- {h.text}" for h in hits)
     return ToolResult(tool_name=call["name"], arguments=call["arguments"], output=output)
 
 
@@ -134,14 +134,14 @@ async def turn(kernel: MemoryKernel, model: FakeModel, step: Step, history: list
         for call in reply.tool_calls:
             result = await run_tool(kernel, call)
             results.append(result)
-            print(f"  tool call : search_memory({json.dumps(call['arguments'])})")
+            print(f"  tool call : {call['name']}({json.dumps(call['arguments'])})")
             print(f"  tool said : {result.output or '(nothing)'}")
             messages.append({"role": "tool", "content": result.output})
         reply = model.complete(messages, tools)
     print(f"  model     : {reply.text}")
-    outcome = TurnOutcome(
-        response_text=reply.text, tool_results=results, decision_confidence=step.confidence
-    )
+    # No decision_confidence: a decision that passes the gate gets one from the gate's
+    # quality score, high enough to come back in later prompts (the last turn shows it).
+    outcome = TurnOutcome(response_text=reply.text, tool_results=results)
     show_result(await kernel.post_turn(ctx.turn, outcome))
     return reply.text
 

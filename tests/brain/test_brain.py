@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from memory_kernel import MemoryKernel, NotFoundError, ValidationError
+from memory_kernel.brain.gate import confidence_from_quality, quality_score
 from memory_kernel.models.decisions import DecisionInput
 from memory_kernel.models.enums import EventKind, Stakes
 from memory_kernel.storage.tables import decisions, memory_events
@@ -227,3 +228,38 @@ async def test_bad_input_writes_nothing(kernel: MemoryKernel) -> None:
     with pytest.raises(ValidationError):
         await kernel.brain.start(AGENT, "s1", NEAR_IDENTICAL[0], stakes="enormous")
     assert await _active_count(kernel) == 0
+
+
+# --- the confidence of a decision nobody rated -------------------------------------------
+
+
+async def test_finalize_without_confidence_takes_the_gates_quality(kernel: MemoryKernel) -> None:
+    decision_id = await kernel.brain.start(AGENT, "s1", "How do we meet the latency budget?")
+    assert decision_id is not None
+    final = await kernel.brain.finalize(decision_id, agent_id=AGENT, description=OTHER)
+    assert final is not None
+    expected = confidence_from_quality(
+        quality_score(OTHER, reasoning=None, min_chars=kernel.config.brain.min_description_chars)
+    )
+    assert final.confidence == pytest.approx(expected)
+    assert final.confidence > kernel.config.context.passive_min_confidence
+    assert (await kernel.brain.get(decision_id, agent_id=AGENT)).confidence == final.confidence
+    assert EventKind.CONFIDENCE_CHANGED in await _events(kernel, decision_id)
+
+
+@pytest.mark.parametrize("given", [0.5, 0.35, 0.95])
+async def test_a_given_confidence_always_wins(kernel: MemoryKernel, given: float) -> None:
+    decision_id = await kernel.brain.start(AGENT, "s1", "How do we meet the latency budget?")
+    assert decision_id is not None
+    final = await kernel.brain.finalize(
+        decision_id, agent_id=AGENT, description=OTHER, confidence=given
+    )
+    assert final is not None and final.confidence == given
+
+
+async def test_explicit_records_keep_their_own_confidence(kernel: MemoryKernel) -> None:
+    # The record_decision path stores what the agent said, placeholder included: no gate ran.
+    stored = await kernel.brain.record(
+        DecisionInput(agent_id=AGENT, session_id="s1", description=OTHER)
+    )
+    assert stored.confidence == 0.5

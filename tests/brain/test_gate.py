@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from memory_kernel.brain.gate import chat_prefix, check_quality
+from memory_kernel.brain.gate import (
+    GATED_CONFIDENCE_MAX,
+    GATED_CONFIDENCE_MIN,
+    SUBSTANTIAL_CHARS,
+    chat_prefix,
+    check_quality,
+    confidence_from_quality,
+    quality_score,
+)
+from memory_kernel.config import ContextConfig
 from memory_kernel.models.decisions import GateRule
 from memory_kernel.models.enums import Stakes
 
@@ -92,3 +101,72 @@ def test_rules_report_a_reason() -> None:
     )
     assert not verdict.passed
     assert verdict.reason is not None and "sure" in verdict.reason
+
+
+# --- the quality score and the confidence of a gated decision ---------------------------
+
+TERSE = "Ship the release on Friday."  # passes the gate: no reason, barely past min_chars
+REASONED = "Ship the release on Friday because the freeze starts Monday."
+
+
+def _quality(text: str, reasoning: str | None = None, min_chars: int = 20) -> float:
+    return quality_score(text, reasoning=reasoning, min_chars=min_chars)
+
+
+def test_quality_is_half_substance_half_rationale() -> None:
+    assert _quality("x" * 20) == 0.0  # exactly the minimum, no reason
+    assert _quality("x" * SUBSTANTIAL_CHARS) == 0.5  # full substance, no reason
+    assert _quality("x" * (SUBSTANTIAL_CHARS * 3)) == 0.5  # length beyond that adds nothing
+    assert _quality("x" * 20, reasoning="the freeze starts Monday") == 0.5
+    long_reasoned = "We'll keep one repository rather than split it, so CI stays one pipeline."
+    assert len(long_reasoned) < SUBSTANTIAL_CHARS
+    assert 0.5 < _quality(long_reasoned) < 1.0
+    assert _quality(long_reasoned + " The tooling assumes it.") == 1.0
+
+
+@pytest.mark.parametrize(
+    "cue",
+    ["because", "since", "so that", "rather than", "instead of", "to avoid", "trade-off", ", so"],
+)
+def test_a_stated_why_or_alternative_counts_as_rationale(cue: str) -> None:
+    separator = "" if cue.startswith(",") else " "
+    text = f"Use Redis for sessions{separator}{cue} it is fast"
+    assert _quality("Use Redis for sessions, it is fast") < 0.5  # no cue: substance only
+    assert _quality(text) >= 0.5
+
+
+def test_rationale_words_match_as_words_only() -> None:
+    assert _quality("Adopt the becausely framework.") == _quality("Adopt the otherwise framework.")
+
+
+def test_blank_reasoning_is_no_rationale() -> None:
+    assert _quality(TERSE, reasoning="   ") == _quality(TERSE)
+
+
+def test_no_room_between_minimum_and_substantial_means_full_substance() -> None:
+    assert _quality("x" * 5, min_chars=SUBSTANTIAL_CHARS) == 0.5
+    assert _quality("x" * 5, min_chars=0) == pytest.approx(0.5 * 5 / SUBSTANTIAL_CHARS)
+
+
+def test_confidence_is_linear_in_quality_over_the_band() -> None:
+    assert confidence_from_quality(0.0) == GATED_CONFIDENCE_MIN
+    assert confidence_from_quality(1.0) == GATED_CONFIDENCE_MAX
+    mid = (GATED_CONFIDENCE_MIN + GATED_CONFIDENCE_MAX) / 2
+    assert confidence_from_quality(0.5) == pytest.approx(mid)
+    assert confidence_from_quality(-1.0) == GATED_CONFIDENCE_MIN  # clamped
+    assert confidence_from_quality(2.0) == GATED_CONFIDENCE_MAX
+    qualities = [i / 20 for i in range(21)]
+    confidences = [confidence_from_quality(q) for q in qualities]
+    assert confidences == sorted(confidences) and len(set(confidences)) == len(confidences)
+
+
+@pytest.mark.parametrize("text", [TERSE, REASONED, REAL, "x" * 20, "y" * 400])
+def test_every_decision_that_passes_is_recalled_passively(text: str) -> None:
+    assert check_quality(text, confidence=0.5, stakes=Stakes.MEDIUM, min_chars=20).passed
+    confidence = confidence_from_quality(_quality(text))
+    assert confidence > ContextConfig().passive_min_confidence
+    assert confidence < 1.0
+
+
+def test_a_reasoned_decision_outranks_a_terse_one() -> None:
+    assert confidence_from_quality(_quality(REASONED)) > confidence_from_quality(_quality(TERSE))

@@ -256,14 +256,22 @@ async def _waiting_on_lock(kernel: MemoryKernel) -> bool:
 
 
 async def test_events_tell_the_story(kernel: MemoryKernel) -> None:
-    ctx, _ = await _run(kernel, _turn(), TurnOutcome(response_text=DECISION))
+    ctx, result = await _run(kernel, _turn(), TurnOutcome(response_text=DECISION))
     async with kernel.database.connection() as conn:
-        kinds = (
+        rows = (
             await conn.execute(
-                select(memory_events.c.event).where(
+                select(memory_events.c.event, memory_events.c.details).where(
                     memory_events.c.agent_id == AGENT,
                     memory_events.c.memory_id == ctx.turn.decision_id,
                 )
             )
-        ).scalars()
-        assert set(kinds) == {EventKind.DECISION_STARTED, EventKind.DECISION_FINALIZED}
+        ).all()
+        assert {r.event for r in rows} == {
+            EventKind.DECISION_STARTED,
+            EventKind.DECISION_FINALIZED,
+            EventKind.CONFIDENCE_CHANGED,  # the gate's confidence replaced the placeholder
+        }
+        (changed,) = [r.details for r in rows if r.event == EventKind.CONFIDENCE_CHANGED]
+        assert changed["from"] == 0.5
+        assert changed["to"] == result.decision.confidence  # type: ignore[attr-defined]
+        assert 0.0 <= changed["quality"] <= 1.0

@@ -226,7 +226,8 @@ async def test_search_memory_validates_and_searches_both(
 
 
 def test_tool_schemas_have_the_common_function_shape() -> None:
-    (schema,) = ContextEngine.tool_schemas()
+    schema, decision = ContextEngine.tool_schemas()
+    assert decision["function"]["name"] == "record_decision"  # tests/cognitive check it
     assert schema["type"] == "function"
     function = schema["function"]
     assert function["name"] == "search_memory"

@@ -19,13 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.brain import repository as repo
 from memory_kernel.brain.dedup import RecentDecision, find_duplicate
-from memory_kernel.brain.gate import check_quality
+from memory_kernel.brain.gate import check_quality, confidence_from_quality, quality_score
 from memory_kernel.brain.stats import Layer
 from memory_kernel.models.decisions import (
     PLACEHOLDER_CONFIDENCE,
     Decision,
     DecisionInput,
     DedupVerdict,
+    GateVerdict,
 )
 from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind, Stakes
 from memory_kernel.runtime import Runtime
@@ -246,7 +247,10 @@ async def finalize_in(
     """Layer 3 (quality gate) then layer 2 again on the final text, then persist.
 
     ``embedding`` is the vector of ``description`` when it replaces the started one (``None``
-    when the embedder was unavailable); otherwise the stored vector is kept.
+    when the embedder was unavailable); otherwise the stored vector is kept. Without a
+    ``confidence`` a decision that passes the gate trades the start's placeholder for the
+    confidence of the gate's quality score (``gate.confidence_from_quality``); a given
+    ``confidence`` always wins.
     """
     current, stored = await repo.get_for_update(conn, agent_id=agent_id, decision_id=decision_id)
     if not current.active:
@@ -262,8 +266,31 @@ async def finalize_in(
         "stakes": (current.stakes if stakes is None else stakes).value,
         "category": current.category if category is None else category,
     }
+    unrated = confidence is None and current.confidence == PLACEHOLDER_CONFIDENCE
+    verdict, quality = _gate(rt, final, rate=unrated)
+    if not verdict.passed:
+        assert verdict.rule is not None
+        return await _reject(conn, rt, current, layer=Layer.QUALITY_GATE, reason=verdict.rule)
+    if quality is not None:  # the placeholder would keep it out of passive recall (> 0.5)
+        final["confidence"] = confidence_from_quality(quality)
     rejected = await _screen(conn, rt, current, final, session_locked=session_locked)
-    return rejected or await _persist(conn, rt, current, values=final)
+    return rejected or await _persist(conn, rt, current, values=final, quality=quality)
+
+
+def _gate(rt: Runtime, final: dict[str, Any], *, rate: bool) -> tuple[GateVerdict, float | None]:
+    """Layer 3's verdict on the final values and, for a decision that passed with nobody's
+    confidence (``rate``), the gate's quality score its confidence is derived from."""
+    min_chars = rt.config.brain.min_description_chars
+    verdict = check_quality(
+        final["description"],
+        confidence=final["confidence"],
+        stakes=Stakes(final["stakes"]),
+        min_chars=min_chars,
+    )
+    if not verdict.passed or not rate:
+        return verdict, None
+    quality = quality_score(final["description"], reasoning=final["reasoning"], min_chars=min_chars)
+    return verdict, quality
 
 
 async def _screen(
@@ -274,18 +301,9 @@ async def _screen(
     *,
     session_locked: bool,
 ) -> FinalizeResult | None:
-    """Layer 3, then layer 2 on the final text (it may differ from the started one);
-    the rejection, or ``None`` when the decision passes both."""
+    """Layer 2 on the final text (it may differ from the started one), after the gate
+    passed it; the rejection, or ``None`` when it duplicates nothing recent."""
     text = final["description"]
-    verdict = check_quality(
-        text,
-        confidence=final["confidence"],
-        stakes=Stakes(final["stakes"]),
-        min_chars=rt.config.brain.min_description_chars,
-    )
-    if not verdict.passed:
-        assert verdict.rule is not None
-        return await _reject(conn, rt, current, layer=Layer.QUALITY_GATE, reason=verdict.rule)
     if not session_locked:
         await repo.lock_session(conn, agent_id=current.agent_id, session_id=current.session_id)
     recent = await _recent(
@@ -302,8 +320,15 @@ async def _screen(
 
 
 async def _persist(
-    conn: AsyncConnection, rt: Runtime, current: Decision, *, values: dict[str, Any]
+    conn: AsyncConnection,
+    rt: Runtime,
+    current: Decision,
+    *,
+    values: dict[str, Any],
+    quality: float | None,
 ) -> FinalizeResult:
+    """Store the final values; a changed confidence gets its event (with the gate's quality
+    score when the gate set it)."""
     now = rt.clock.now()
     decision = await repo.update(
         conn,
@@ -313,14 +338,18 @@ async def _persist(
     )
     events = [_event(decision.id, decision.agent_id, EventKind.DECISION_FINALIZED, rt)]
     if decision.confidence != current.confidence:
+        details: dict[str, Any] = {"from": current.confidence, "to": decision.confidence}
+        if quality is not None:
+            details["quality"] = quality
         events.append(
             _event(
                 decision.id,
                 decision.agent_id,
                 EventKind.CONFIDENCE_CHANGED,
                 rt,
+                reason=None if quality is None else "quality gate: quality score",
                 score=decision.confidence,
-                details={"from": current.confidence, "to": decision.confidence},
+                details=details,
             )
         )
     await write_events(conn, events)

@@ -13,6 +13,11 @@ Four rules, from the seed's review of noisy decisions (first match wins):
 
 Prefixes match whole words ("sure" does not fire on "surely"), after curly apostrophes
 are straightened.
+
+A decision that passes also gets the gate's **quality assessment** (:func:`quality_score`,
+0 to 1), and a deliberation finalized without a stated confidence gets the confidence
+:func:`confidence_from_quality` maps it to — in ``(0.5, 0.8]``, so it clears passive
+recall's ``> 0.5``, instead of keeping the 0.5 placeholder that recall never injects.
 """
 
 from __future__ import annotations
@@ -22,7 +27,18 @@ import re
 from memory_kernel.models.decisions import PLACEHOLDER_CONFIDENCE, GateRule, GateVerdict
 from memory_kernel.models.enums import Stakes
 
-__all__ = ["CHAT_PREFIXES", "ERROR_TEMPLATE", "PROGRESS_VERBS", "check_quality", "normalise"]
+__all__ = [
+    "CHAT_PREFIXES",
+    "ERROR_TEMPLATE",
+    "GATED_CONFIDENCE_MAX",
+    "GATED_CONFIDENCE_MIN",
+    "PROGRESS_VERBS",
+    "SUBSTANTIAL_CHARS",
+    "check_quality",
+    "confidence_from_quality",
+    "normalise",
+    "quality_score",
+]
 
 CHAT_PREFIXES = (
     "done",
@@ -123,3 +139,45 @@ def check_quality(
             passed=False, rule=GateRule.ERROR_TEMPLATE, reason="contains the error template"
         )
     return GateVerdict(passed=True)
+
+
+# --- the quality assessment of a decision that passed ---------------------------------
+
+#: A description this long has room for the choice, its object and a qualifier (the
+#: context shows 120 characters of a decision): past it, length adds nothing.
+SUBSTANTIAL_CHARS = 80
+#: A why or a rejected alternative in the text: what makes a choice a weighed one.
+_RATIONALE = re.compile(
+    r"(?<!\w)(?:because|since|so that|in order to|to avoid|due to|given that|"
+    r"rather than|instead of|trade-?offs?|at the cost of|which means)(?!\w)"
+    r"|,\s*so(?!\w)"
+)
+# The band a gated decision's confidence lies in. The floor is above passive recall's
+# "> 0.5" with room to spare; the midpoint, 0.7, is what an unrated learned fact gets
+# (HeartConfig.default_confidence): a gated but unrated decision is worth as much as an
+# unrated fact, give or take what the gate saw in it. The ceiling leaves the top of the
+# scale to confidences someone stated: the gate judges a decision's form, not whether it
+# is right, so it never claims near-certainty.
+GATED_CONFIDENCE_MIN = 0.6
+GATED_CONFIDENCE_MAX = 0.8
+
+
+def quality_score(description: str, *, reasoning: str | None, min_chars: int) -> float:
+    """The gate's assessment of a decision that passed, in [0, 1]: half *substance* (how far
+    past rule 1's ``min_chars`` the description goes, full at ``SUBSTANTIAL_CHARS``), half
+    *rationale* (a why or an alternative in the description, or a reasoning at all) — the
+    two things rule 1 demands room for ("a decision and its reason")."""
+    length = len(description.strip())
+    room = SUBSTANTIAL_CHARS - min_chars
+    substance = 1.0 if room <= 0 else min(max((length - min_chars) / room, 0.0), 1.0)
+    reasoned = bool(reasoning and reasoning.strip()) or bool(
+        _RATIONALE.search(normalise(description))
+    )
+    return round(0.5 * substance + 0.5 * float(reasoned), 6)
+
+
+def confidence_from_quality(quality: float) -> float:
+    """The confidence of a gated decision nobody rated: linear in the gate's quality score,
+    from ``GATED_CONFIDENCE_MIN`` (barely passed) to ``GATED_CONFIDENCE_MAX`` (full)."""
+    q = min(max(quality, 0.0), 1.0)
+    return round(GATED_CONFIDENCE_MIN + (GATED_CONFIDENCE_MAX - GATED_CONFIDENCE_MIN) * q, 6)

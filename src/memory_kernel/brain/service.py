@@ -6,7 +6,10 @@
   ``dedup_window_s``, under a per-session advisory lock so concurrent starts cannot both
   pass); ``finalize`` applies layer 3 (the quality gate) and, because the final text may
   differ from the started one, layer 2 again. A rejection is a soft delete
-  (``active = false``, ``rejection_reason``) with a ``memory_events`` row.
+  (``active = false``, ``rejection_reason``) with a ``memory_events`` row. A decision that
+  passes without a given confidence gets one from the gate's quality score
+  (``gate.confidence_from_quality``: 0.6 to 0.8) instead of the 0.5 placeholder, which
+  passive recall (> 0.5) would never inject.
 
 Layer 1 (is the response a decision at all?) lives in ``memory_kernel.cognitive``, which
 composes these operations into ``post_turn`` through the ``*_in`` variants.

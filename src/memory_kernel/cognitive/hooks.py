@@ -19,6 +19,8 @@
    (soft-deleted with ``informational: <family>``);
 3. otherwise the decision is drafted from the response (``draft.draft_decision``) and
    finalized through **layer 3** (the quality gate) and layer 2 again on the final text;
+   without ``TurnOutcome.decision_confidence`` it gets the confidence of the gate's quality
+   score (0.6-0.8, see ``brain.gate``), so later turns recall it passively;
 4. the episode records the turn — also when no decision was recorded.
 
 Locks are always taken in the same order — the session's decision lock, then episode
@@ -39,6 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_kernel.brain import Brain
 from memory_kernel.brain.deliberation import FinalizeResult, StartResult
 from memory_kernel.brain.stats import Layer
+from memory_kernel.brain.tool import RECORD_DECISION_OPTIONAL
 from memory_kernel.cognitive.draft import draft_decision, summarise_message
 from memory_kernel.cognitive.frames import deliberates, select_frame
 from memory_kernel.cognitive.informational import (
@@ -112,7 +115,8 @@ def explicit_decisions(turn: TurnHandle, outcome: TurnOutcome) -> list[DecisionI
         description = args.pop("description", None) or result.output
         if not isinstance(description, str) or not description.strip():
             raise ValidationError("a record_decision tool result carries no description")
-        known = {k: args[k] for k in ("reasoning", "confidence", "stakes", "category") if k in args}
+        # The fields the record_decision schema offers (brain.tool): the two cannot drift.
+        known = {k: args[k] for k in RECORD_DECISION_OPTIONAL if k in args}
         found.append(
             DecisionInput(
                 agent_id=turn.agent_id,

@@ -35,6 +35,7 @@ import re
 from collections.abc import Collection, Iterable
 from enum import StrEnum
 
+from memory_kernel.brain.tool import RECORD_DECISION_TOOL
 from memory_kernel.models.base import OutputModel
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "classify_response",
 ]
 
-RECORD_DECISION_TOOL = "record_decision"
 SCAN_CHARS = 500
 ACTION_SCAN_CHARS = 300
 ACTION_MARKERS = frozenset(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory_kernel.brain.tool import record_decision_schema
 from memory_kernel.context.recaller import Recaller
 from memory_kernel.errors import ValidationError
 from memory_kernel.models.context import MemoryHit, MemorySource, SearchType
@@ -63,8 +64,9 @@ async def search_memory(
 
 def tool_schemas() -> list[dict[str, Any]]:
     """The tools the agent can call, in the common function-calling shape
-    (``{"type": "function", "function": {"name", "description", "parameters"}}``).
-    The host supplies ``agent_id`` itself; the model only chooses the query."""
+    (``{"type": "function", "function": {"name", "description", "parameters"}}``):
+    ``search_memory`` and ``record_decision`` (whose calls go back through ``post_turn``).
+    The host supplies ``agent_id`` (and the turn) itself; the model never chooses them."""
     return [
         {
             "type": "function",
@@ -100,5 +102,6 @@ def tool_schemas() -> list[dict[str, Any]]:
                     "additionalProperties": False,
                 },
             },
-        }
+        },
+        record_decision_schema(),
     ]

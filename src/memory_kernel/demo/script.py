@@ -46,8 +46,8 @@ class Turn:
     reply: str
     frame: str | None = None
     mode: str = "RESPOND"
-    #: The confidence the model states for the decision of a deliberating turn (the kernel
-    #: recalls decisions passively only above 0.5, the placeholder of an unweighed one).
+    #: The confidence the model states for the decision of a deliberating turn; ``None``:
+    #: the kernel derives one from its quality gate's score (always above passive recall's 0.5).
     confidence: float | None = None
 
 
@@ -87,7 +87,7 @@ SCRIPT: tuple[Step, ...] = (
         "decide", "s1", _STORAGE_Q,
         "We'll use PostgreSQL with pgvector rather than a separate vector database, because "
         "it keeps transactions and embeddings in one place.",
-        frame="decision", confidence=0.8,
+        frame="decision",
     ),
     Wait(timedelta(minutes=1)),
     Turn(
@@ -95,21 +95,21 @@ SCRIPT: tuple[Step, ...] = (
         "Should we store the embeddings in Postgres or a separate vector database?",
         "We'll use PostgreSQL with pgvector rather than a separate vector database, so "
         "transactions and embeddings stay in one place.",
-        frame="decision", confidence=0.8,
+        frame="decision",
     ),
     Wait(timedelta(days=1)),
     Turn(
         "decide-day-2", "s2", "Where should the memory store keep its embeddings?",
         "We'll use PostgreSQL with pgvector rather than a separate vector database for the "
         "embeddings.",
-        frame="decision", confidence=0.8,
+        frame="decision",
     ),
     Wait(timedelta(days=1)),
     Turn(
         "decide-day-3", "s3", "Do we need a dedicated vector database for embeddings?",
         "We'll use PostgreSQL with pgvector rather than a dedicated vector database, because "
         "it keeps embeddings and transactions in one place.",
-        frame="decision", confidence=0.8,
+        frame="decision",
     ),
     Wait(timedelta(hours=2)),
     Turn(
