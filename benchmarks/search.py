@@ -30,8 +30,8 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,12 +43,15 @@ import numpy.typing as npt
 from pgvector.asyncpg import register_vector
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 
 from memory_kernel import MemoryKernel, MemoryKernelConfig
+from memory_kernel.config import StorageConfig
+from memory_kernel.storage.embedded import EmbeddedServer
 from memory_kernel.storage.partitions import rebalance
 from memory_kernel.storage.search import SEARCHABLE, nearest
 from memory_kernel.storage.tables import facts
+from memory_kernel.storage.url import normalise_dsn
 from memory_kernel.testing import FakeEmbedder
 
 DIM = 384
@@ -121,20 +124,43 @@ def workload(rows: int, agents: int, warmup: int, queries: int) -> Workload:
     return Workload(rows, data, ordered[:cut], ordered[cut:])
 
 
-async def raw(kernel: MemoryKernel) -> Any:
-    """A separate asyncpg connection with pgvector's codec and the pool's search settings."""
-    url = kernel.database.engine.url.set(drivername="postgresql")
+async def connect(dsn: str, storage: StorageConfig, *, vector: bool = True) -> Any:
+    """An asyncpg connection with the pool's session settings (``Database.create``: schema
+    quoted in ``search_path``); pgvector's codec once the extension exists (``vector``)."""
+    url = make_url(dsn).set(drivername="postgresql")
     driver = await asyncpg.connect(
         url.render_as_string(hide_password=False),
         server_settings={
-            "search_path": f"{kernel.database.schema}, public",
-            "hnsw.ef_search": str(kernel.database.config.hnsw_ef_search),
+            "search_path": f'"{storage.schema_name}", public',
+            "hnsw.ef_search": str(storage.hnsw_ef_search),
+            "hnsw.iterative_scan": "relaxed_order",
             "plan_cache_mode": "force_custom_plan",
             "max_parallel_workers_per_gather": "0",
         },
     )
-    await register_vector(driver)
+    if vector:
+        await register_vector(driver)
     return driver
+
+
+async def raw(kernel: MemoryKernel) -> Any:
+    """A separate asyncpg connection to the kernel's server and schema."""
+    url = kernel.database.engine.url.render_as_string(hide_password=False)
+    return await connect(url, kernel.database.config)
+
+
+@asynccontextmanager
+async def server(dsn: str | None, data_dir: Path, storage: StorageConfig) -> AsyncIterator[str]:
+    """``--dsn``, or the embedded server in ``data_dir`` held for the whole size: one server
+    start for the reset, the kernel's migration, the load and the measures."""
+    if dsn is not None:
+        yield normalise_dsn(dsn)
+        return
+    embedded = await EmbeddedServer.start(data_dir, storage)
+    try:
+        yield embedded.dsn
+    finally:
+        await embedded.stop()
 
 
 async def load(kernel: MemoryKernel, work: Workload) -> None:
@@ -175,11 +201,24 @@ async def settle(kernel: MemoryKernel) -> None:
     await driver.close()
 
 
-async def loaded_rows(kernel: MemoryKernel) -> int:
-    async with kernel.database.connection() as conn:
-        if await conn.scalar(text("SELECT to_regclass('baseline')")) is None:
+async def loaded_rows(dsn: str, storage: StorageConfig) -> int:
+    """Rows of an earlier load in the schema (0: none), read before any kernel opens it."""
+    driver = await connect(dsn, storage, vector=False)
+    try:
+        if await driver.fetchval("SELECT to_regclass('baseline')") is None:
             return 0
-        return int(await conn.scalar(text("SELECT count(*) FROM baseline")) or 0)
+        return int(await driver.fetchval("SELECT count(*) FROM baseline") or 0)
+    finally:
+        await driver.close()
+
+
+async def drop_schema(dsn: str, storage: StorageConfig) -> None:
+    """An empty schema (no partitions left from an earlier run); the kernel then migrates."""
+    driver = await connect(dsn, storage, vector=False)
+    try:
+        await driver.execute(f'DROP SCHEMA IF EXISTS "{storage.schema_name}" CASCADE')
+    finally:
+        await driver.close()
 
 
 Search = Callable[[str, Matrix], Awaitable[set[uuid.UUID]]]
@@ -238,7 +277,6 @@ async def server_side(driver: Any, work: Workload) -> Result:
 
 
 async def measure(kernel: MemoryKernel, work: Workload, diagnose: bool) -> list[Result]:
-    driver = await raw(kernel)
     results: list[Result] = []
     async with kernel.database.connection() as conn:
 
@@ -249,6 +287,8 @@ async def measure(kernel: MemoryKernel, work: Workload, diagnose: bool) -> list[
             return {r.id for r in rows}
 
         results.append(await timed(work, library, "memory-kernel (agent partitions)"))
+    # Opened now, after the library's pass, and its statements prepared where they are used.
+    driver = await raw(kernel)
     if diagnose:
         same = await driver.prepare(_SQL)
 
@@ -277,13 +317,15 @@ def pct(values: list[float]) -> tuple[float, float]:
 
 async def settings(kernel: MemoryKernel) -> str:
     async with kernel.database.connection() as conn:
+        # current_setting, not pg_settings: a backend that has not loaded pgvector yet
+        # lists no hnsw.* row there, though the pool's setting holds.
         rows = await conn.execute(
             text(
-                "SELECT name, current_setting(name) FROM pg_settings WHERE name IN"
-                " ('shared_buffers', 'effective_cache_size', 'io_method', 'hnsw.ef_search')"
+                "SELECT name, current_setting(name, true) FROM unnest(ARRAY['shared_buffers',"
+                " 'effective_cache_size', 'io_method', 'hnsw.ef_search']) AS name"
             )
         )
-        return ", ".join(f"{name}={value}" for name, value in rows)
+        return ", ".join(f"{name}={value}" for name, value in rows if value is not None)
 
 
 async def run_size(rows: int, args: argparse.Namespace, data_dir: Path) -> list[Result]:
@@ -296,34 +338,36 @@ async def run_size(rows: int, args: argparse.Namespace, data_dir: Path) -> list[
     config = MemoryKernelConfig.from_mapping(
         {"storage": storage, "consolidation": {"embed_worker": False}}
     )
-    reuse = False
-    async with MemoryKernel.open(
-        args.dsn, config=config, embedder=FakeEmbedder(DIM), data_dir=data_dir
-    ) as kernel:
-        reuse = args.reuse and await loaded_rows(kernel) == rows
-        if not reuse:  # start from an empty schema: no partitions left from an earlier run
-            async with kernel.database.transaction() as conn:
-                await conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    async with MemoryKernel.open(
-        args.dsn, config=config, embedder=FakeEmbedder(DIM), data_dir=data_dir
-    ) as kernel:
-        started = time.perf_counter()
+    async with server(args.dsn, data_dir, config.storage) as dsn:
+        reuse = args.reuse and await loaded_rows(dsn, config.storage) == rows
         if not reuse:
-            await load(kernel, work)
-        loaded = time.perf_counter() - started
-        started = time.perf_counter()
-        promoted = await rebalance(kernel.database, NOW)  # a no-op on reused data
-        if promoted or not reuse:
-            await settle(kernel)
-        balanced = time.perf_counter() - started
-        console.print(
-            f"[dim]{rows:,} rows: load {loaded:.1f}s, {len(promoted)} agents promoted to their"
-            f" own HNSW partition (+ VACUUM) in {balanced:.1f}s; {await settings(kernel)}[/]"
-        )
-        results = await measure(kernel, work, args.diagnose)
-        if args.dsn and not args.reuse:
-            async with kernel.database.transaction() as conn:
-                await conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            await drop_schema(dsn, config.storage)
+        async with MemoryKernel.open(dsn, config=config, embedder=FakeEmbedder(DIM)) as kernel:
+            return await run_open(kernel, work, args, reuse=reuse)
+
+
+async def run_open(
+    kernel: MemoryKernel, work: Workload, args: argparse.Namespace, *, reuse: bool
+) -> list[Result]:
+    """Load (unless reused), promote, settle and measure on the opened kernel."""
+    rows, schema = work.rows, kernel.database.schema
+    started = time.perf_counter()
+    if not reuse:
+        await load(kernel, work)
+    loaded = time.perf_counter() - started
+    started = time.perf_counter()
+    promoted = await rebalance(kernel.database, NOW)  # a no-op on reused data
+    if promoted or not reuse:
+        await settle(kernel)
+    balanced = time.perf_counter() - started
+    console.print(
+        f"[dim]{rows:,} rows: load {loaded:.1f}s, {len(promoted)} agents promoted to their"
+        f" own HNSW partition (+ VACUUM) in {balanced:.1f}s; {await settings(kernel)}[/]"
+    )
+    results = await measure(kernel, work, args.diagnose)
+    if args.dsn and not args.reuse:
+        async with kernel.database.transaction() as conn:
+            await conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
     return results
 
 

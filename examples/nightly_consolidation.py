@@ -12,7 +12,8 @@ Three weeks of an agent's life are simulated with an injectable clock
 - a finished episode that confirms a fact: evidence, the fact's confidence goes up;
 - facts nobody confirmed for three weeks decay; one falls below 0.3 and is deprecated.
 
-A dry run reports all of it and changes nothing; the real run applies it. Then
+A dry run reports exactly what the real run then does (it rehearses the run in a
+transaction that is rolled back) and changes nothing; the real run applies it. Then
 ``consolidate_all`` runs every agent, ``concurrency`` at a time, each under a Postgres
 advisory lock — schedule it from cron, a Kubernetes CronJob or your task queue, on as many
 workers as you like.

@@ -14,7 +14,6 @@ from memory_kernel.consolidation.context import RunContext
 from memory_kernel.consolidation.policy import (
     ConfidenceChange,
     ConfidenceRules,
-    ConfidenceState,
     Evidence,
     plan_confidence,
 )
@@ -78,32 +77,16 @@ async def _plan(
             planned = [(plan_confidence(s, evidence.get(s.id), ctx.now, rules), s) for s in page]
             found = [(c, s.updated_at) for c, s in planned if c is not None]
             changes += found
-            if ctx.dry_run:
-                _count_deprecations(ctx, page, [c for c, _ in found], rules)
             ctx.scanned += len(page)
             ctx.report(Phase.CONFIDENCE, done=ctx.scanned)
     changes.sort(key=lambda cs: cs[0].id.bytes)  # a fixed lock order across workers
     return changes
 
 
-def _count_deprecations(
-    ctx: RunContext,
-    page: Sequence[ConfidenceState],
-    changes: Sequence[ConfidenceChange],
-    rules: ConfidenceRules,
-) -> None:
-    """A dry run's deprecation count: what the deprecation phase would find."""
-    final = {s.id: s.confidence for s in page} | {c.id: c.after for c in changes}
-    ctx.counts[Action.DEPRECATED] += sum(v < rules.deprecate_below for v in final.values())
-
-
 async def run_confidence(ctx: RunContext) -> None:
     ctx.report(Phase.CONFIDENCE)
     rules = confidence_rules(ctx)
     changes = await _plan(ctx, await _evidence(ctx), rules)
-    if ctx.dry_run:
-        _count_changes(ctx, [c for c, _ in changes])
-        return
     size = ctx.cfg.batch_size
     for start in range(0, len(changes), size):
         chunk = changes[start : start + size]

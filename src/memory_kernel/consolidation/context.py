@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -59,7 +59,3 @@ class RunContext:
             saved = await facts_repo.lock_agents(conn, [self.agent_id])
             await facts_repo.restore_settings(conn, saved)
             yield conn
-
-    def unit_of_work(self) -> AbstractAsyncContextManager[AsyncConnection]:
-        """Locked for writes; a dry run only reads."""
-        return self.rt.db.connection() if self.dry_run else self.locked()

@@ -91,7 +91,11 @@ async def _judge(
 ) -> list[Unit]:
     conflicts, merges = judge_cases(plan)
     ctx.ambiguous = len(conflicts) + len(merges)
-    judge = ctx.rt.judge if can_judge(ctx.rt.judge) and not ctx.dry_run else None
+    if ctx.dry_run and can_judge(ctx.rt.judge):
+        # A dry run never calls the judge: its cases are reported as ``ambiguous`` only,
+        # their outcome is the judge's to decide in the real run.
+        return []
+    judge = ctx.rt.judge if can_judge(ctx.rt.judge) else None
     units: list[Unit] = []
     calls_left = ctx.cfg.judge_max_calls
     for cases in (conflicts, merges):

@@ -3,7 +3,8 @@
 Every phase is idempotent (it reads the current state and only writes what is still to
 do), so an interrupted run leaves a consistent database and the next run resumes it.
 Writes take the agent's fact lock (``mk-facts:<agent>``, the lock ``learn`` takes) per
-transaction, so a learn waits for at most one batch. The phases live in their own modules:
+transaction, so a learn waits for at most one batch. A dry run runs the same phases on one
+transaction that is rolled back (``rehearsal``). The phases live in their own modules:
 ``confidence_phase`` (evidence, decay), ``merge_phase`` (candidates, plan, judge) and
 ``write_phase`` (apply, deprecate); this one drains the queue, promotes, and runs them.
 """
@@ -18,12 +19,12 @@ from memory_kernel.consolidation.apply import Unit
 from memory_kernel.consolidation.confidence_phase import run_confidence
 from memory_kernel.consolidation.context import ProgressCallback, RunContext
 from memory_kernel.consolidation.merge_phase import decide
+from memory_kernel.consolidation.rehearsal import rehearsal
 from memory_kernel.consolidation.write_phase import apply_all, deprecate_all
 from memory_kernel.errors import EmbedderError
 from memory_kernel.heart.facts.service import FactService
 from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.consolidation import ConsolidationPhase as Phase
-from memory_kernel.models.enums import FactStatus
 from memory_kernel.runtime import Runtime
 from memory_kernel.storage.partitions import promote_agent
 from memory_kernel.storage.tables import PARTITIONED_TABLES, agent_partitions, facts
@@ -77,8 +78,18 @@ class AgentRun:
         return self.ctx.ambiguous
 
     async def run(self) -> None:
-        await self._drain_pending()
         if not self.dry_run:
+            await self._phases()
+            return
+        # The same phases on one transaction that is rolled back (rehearsal.py): each
+        # phase sees what the earlier ones wrote, so the report is the real run's.
+        async with rehearsal(self.rt) as (rt, facts_service):
+            self.rt, self.facts = self.ctx.rt, self.ctx.facts = rt, facts_service
+            await self._phases()
+
+    async def _phases(self) -> None:
+        await self._drain_pending()
+        if not self.dry_run:  # storage layout only: it changes no count
             await self._promote()
         await self._confidence()
         await self._apply(await decide(self.ctx))
@@ -99,16 +110,6 @@ class AgentRun:
     async def _drain_pending(self) -> None:
         ctx = self.ctx
         ctx.report(Phase.PENDING)
-        if self.dry_run:
-            async with self.rt.db.connection() as conn:
-                waiting = await conn.scalar(
-                    select(func.count()).where(
-                        facts.c.agent_id == self.agent_id,
-                        facts.c.status == FactStatus.PENDING_EMBED.value,
-                    )
-                )
-            ctx.counts[Action.EMBEDDED] += int(waiting or 0)
-            return
         batch = ctx.cfg.pending_batch
         for _ in range(_MAX_PENDING_ROUNDS):
             try:

@@ -21,13 +21,6 @@ __all__ = ["apply_all", "deprecate_all"]
 
 async def apply_all(ctx: RunContext, units: list[Unit]) -> None:
     ctx.report(Phase.APPLY, total=len(units))
-    if ctx.dry_run:
-        for unit in units:
-            if isinstance(unit, MergeUnit):
-                ctx.counts[Action.MERGED] += len(unit.losers)
-            else:
-                ctx.counts[Action.CONTRADICTION] += 1
-        return
     units = await _embed_new_contents(ctx, units)
     size = ctx.cfg.batch_size
     for start in range(0, len(units), size):
@@ -60,8 +53,6 @@ async def deprecate_all(ctx: RunContext) -> None:
     """One scan for the candidates, then guarded set-based updates in locked batches (a
     fact a concurrent ``learn`` reinforced meanwhile is left alone)."""
     ctx.report(Phase.DEPRECATE)
-    if ctx.dry_run:
-        return
     below = ctx.cfg.deprecate_below
     async with ctx.rt.db.connection() as conn:
         ids = await repo.below_confidence(conn, ctx.agent_id, below)

@@ -19,7 +19,9 @@ item: a day's turns read as the conversation they were, and the date is paid for
 Section headers and day lines cost tokens too, charged to the item that opens them. Costs are
 the counter's count of each rendered line; a final check on the whole text drops the last
 opportunistic item while the real count is over (tokenizers need not be additive), so
-``count(text) <= budget`` always holds.
+``count(text) <= budget`` always holds. The reported ``tokens_used`` is ``count(text)`` and
+``tokens_by_node`` splits exactly that among the sections (each one's marginal cost in the
+final text, separators included), so the parts always sum to the whole.
 """
 
 from __future__ import annotations
@@ -241,9 +243,10 @@ def _finish(
         kept = _kept_sections(packer, sections)
         text = render(kept)
     hits = [i.hit for s in kept if s.tier is Tier.STREAMED for i in s.items if i.hit is not None]
+    by_node = _marginal_costs(kept, counter)
     by_tier: dict[str, int] = {}
     for s in kept:
-        by_tier[s.tier.value] = by_tier.get(s.tier.value, 0) + packer.cost.get(s.node, 0)
+        by_tier[s.tier.value] = by_tier.get(s.tier.value, 0) + by_node[s.node]
     return Assembly(
         text=text,
         sections=kept,
@@ -252,8 +255,22 @@ def _finish(
         items_dropped=packer.dropped,
         duplicates=packer.duplicates,
         tokens_by_tier=by_tier,
-        tokens_by_node={s.node: packer.cost.get(s.node, 0) for s in kept},
+        tokens_by_node=by_node,
     )
+
+
+def _marginal_costs(kept: Sequence[NodeContent], counter: TokenCounter) -> dict[str, int]:
+    """What each section adds to the count of the final text, in display order: the count
+    of the text up to and including it minus the count before it (the blank line that opens
+    a section is its own). The packer's per-line costs are upper bounds for planning; these
+    telescope, so they sum to ``count(text)`` exactly (the report's one source of truth)."""
+    costs: dict[str, int] = {}
+    before = 0
+    for n, section in enumerate(kept, start=1):
+        upto = counter.count(render(kept[:n]))
+        costs[section.node] = costs.get(section.node, 0) + upto - before
+        before = upto
+    return costs
 
 
 def _kept_sections(packer: _Packer, sections: Sequence[NodeContent]) -> list[NodeContent]:
