@@ -43,6 +43,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("storage/reembed.py", "index"): "an index name read from pg_indexes, quoted with %I",
     ("storage/reembed.py", "SEARCHABLE[table]"): "a fixed predicate per table",
     ("storage/reembed.py", "source"): "a fixed text column per table (_SOURCE)",
+    ("heart/facts/repository.py", "lock_number(a)"): "a 64-bit int hashed from the id (:d)",
+    ("storage/search.py", "table"): "the name of one of the kernel's own Table objects",
+    ("storage/search.py", "selected"): "quoted names of that table's own columns",
+    ("storage/search.py", "SEARCHABLE[table]"): "a fixed predicate per table",
+    ("storage/search.py", "extra"): "own column names, fixed operators and $n placeholders",
 }
 
 

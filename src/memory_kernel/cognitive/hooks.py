@@ -209,7 +209,7 @@ class CognitiveLayer:
         vector: Vector | None,
         deliberate: bool,
     ) -> tuple[EpisodeStart, StartResult | None]:
-        async with self._rt.db.transaction() as conn:
+        async with self._rt.db.lean_transaction() as conn:
             return await self._begin(conn, turn, frame, description, vector, deliberate=deliberate)
 
     async def _begin(
@@ -276,7 +276,7 @@ class CognitiveLayer:
         vectors = await self._brain.embed_all_or_none(texts)
         if draft is not None:
             draft = _Draft(draft.description, draft.reasoning, vectors.pop())
-        async with self._rt.db.transaction() as conn:
+        async with self._rt.db.lean_transaction() as conn:
             await self._brain.lock_session_in(
                 conn, agent_id=turn.agent_id, session_id=turn.session_id
             )

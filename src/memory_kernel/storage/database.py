@@ -7,11 +7,12 @@ work opens ``Database.transaction()``, which commits everything or nothing (inva
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +34,7 @@ from memory_kernel.errors import (
     ExtensionMissingError,
     MigrationError,
 )
-from memory_kernel.storage import migrate
+from memory_kernel.storage import driver, migrate
 from memory_kernel.storage.embedded import EmbeddedServer
 from memory_kernel.storage.errors import map_db_error, translate_db_errors
 from memory_kernel.storage.tables import PARTITIONED_TABLES, kernel_meta
@@ -140,6 +141,32 @@ class Database:
         """One unit of work: commits on success, rolls back on any exception."""
         async with self._lease() as conn, conn.begin():
             yield conn
+
+    @asynccontextmanager
+    async def lean_transaction(self, opening: Sequence[str] = ()) -> AsyncIterator[AsyncConnection]:
+        """:meth:`transaction` for the hot write paths: ``BEGIN`` and the ``opening``
+        statements (constant SQL, no parameters: locks, ``SET LOCAL``) go in one round trip
+        (``storage.driver``). Commits on success, rolls back on any exception; a connection
+        whose state is unknown afterwards is discarded, never handed out mid-transaction."""
+        async with self.connection() as leased:
+            # SQLAlchemy must not open a transaction of its own on this connection: the
+            # statements it runs here join ours (asyncpg refuses to nest one in a BEGIN).
+            conn = await leased.execution_options(isolation_level="AUTOCOMMIT")
+            # Listeners see what SQLAlchemy's own transaction shows them: a ``begin``, the
+            # opening statements as one statement, a ``commit``.
+            dispatch = conn.sync_engine.dispatch
+            try:
+                if dispatch.begin:
+                    dispatch.begin(conn.sync_connection)
+                begin = "; ".join(["BEGIN", *opening])
+                await (driver.simple(conn, begin) if opening else driver.execute(conn, begin))
+                yield conn
+                if dispatch.commit:
+                    dispatch.commit(conn.sync_connection)
+                await driver.execute(conn, "COMMIT")
+            except BaseException:
+                await _abandon(conn)
+                raise
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection]:
@@ -267,6 +294,30 @@ class Database:
             embedder_name=None if meta is None else meta.embedder_name,
             embedder_dim=None if meta is None else meta.embedder_dim,
         )
+
+
+async def _abandon(conn: AsyncConnection) -> None:
+    """Roll back; if even that fails (a broken or cancelled connection), throw the
+    connection away so the pool never hands out one stuck in a transaction."""
+    try:
+        raw = await driver.driver(conn)
+        # Always: a call cancelled mid-flight leaves the server in the transaction before
+        # the driver has read that status (``is_in_transaction`` would still say no).
+        # ROLLBACK outside a transaction is only a warning.
+        if not raw.is_closed():
+            await raw.execute("ROLLBACK")
+    except Exception:
+        await _discard(conn)  # the caller's exception is the one that matters
+    except BaseException:
+        await _discard(conn)
+        raise
+
+
+async def _discard(conn: AsyncConnection) -> None:
+    # SQLAlchemy may have invalidated it already (an interrupted statement).
+    with contextlib.suppress(Exception):
+        if not conn.invalidated:
+            await conn.invalidate()
 
 
 def _on_checkin(_dbapi_connection: Any, record: Any) -> None:

@@ -38,7 +38,8 @@ _RAW_ERRORS = (
 
 def _sqlstate(exc: BaseException) -> str | None:
     orig = getattr(exc, "orig", None)
-    for candidate in (orig, getattr(orig, "__cause__", None), exc.__cause__):
+    # SQLAlchemy wraps the driver's error (``orig``); the driver path raises it directly.
+    for candidate in (exc, orig, getattr(orig, "__cause__", None), exc.__cause__):
         code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
         if isinstance(code, str):
             return code

@@ -18,20 +18,20 @@ and run on the driver connection with the vector in pgvector's binary form. Anyt
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import BinaryExpression, BindParameter, Column, ColumnElement, Row, Table, select
+from sqlalchemy import BinaryExpression, BindParameter, Column, ColumnElement, Table, select
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import operators
 
-__all__ = ["SEARCHABLE", "AnyRow", "DriverRow", "nearest"]
+from memory_kernel.storage.driver import AnyRow, DriverRow, run
 
-AnyRow = Row[*tuple[Any, ...]]
+__all__ = ["SEARCHABLE", "AnyRow", "nearest"]
 
 #: Which rows take part in vector search, per table — also the predicate of the HNSW indexes.
 SEARCHABLE: dict[str, str] = {
@@ -49,25 +49,6 @@ _OPERATORS: dict[Any, str] = {
     operators.lt: "<",
     operators.le: "<=",
 }
-
-
-class DriverRow:
-    """A driver record with the parts of SQLAlchemy's ``Row`` interface the callers use:
-    attribute access by column name and ``_mapping``."""
-
-    __slots__ = ("_mapping",)
-
-    def __init__(self, record: Mapping[str, Any]) -> None:
-        self._mapping = record
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._mapping[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __repr__(self) -> str:
-        return f"DriverRow({dict(self._mapping)!r})"
 
 
 async def nearest(
@@ -92,11 +73,9 @@ async def nearest(
     plain = _plain(table, columns, where)
     if plain is not None:
         names, filters, values = plain
-        driver = (await conn.get_raw_connection()).driver_connection
-        assert driver is not None  # a connection checked out of the pool is open
         sql = _driver_sql(table.name, names, filters)
         vec = np.asarray(vector, dtype=np.float32)
-        records = await driver.fetch(sql, agent_id, vec, k, *values)
+        records = await run(conn, sql, agent_id, vec, k, *values)
         # Row-compatible for every caller (attribute access, ``_mapping``).
         return cast(Sequence[AnyRow], [DriverRow(r) for r in records])
     distance = table.c.embedding.cosine_distance(vector).label("distance")

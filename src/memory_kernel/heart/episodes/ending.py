@@ -83,7 +83,7 @@ class Admission:
             # Rules only: one transaction, no read ahead. A new summary is embedded first,
             # outside the transaction, so no lock is held while the embedder works.
             fresh = None if final is None else await embed_or_none(self._rt, final)
-            async with self._rt.db.transaction() as conn:
+            async with self._rt.db.lean_transaction() as conn:
                 stored, vector = await self._lock_ongoing(conn, agent_id, episode_id)
                 vector = await self._end_vector(stored, vector, final, fresh)
                 return await self._admit(conn, args, stored, vector, None)
@@ -97,7 +97,7 @@ class Admission:
         if vector is not None:
             run = admission_run(args, stored, self._rt.clock.now())
             answer = await self._ask_judge(self._judge, agent_id, run, vector)
-        async with self._rt.db.transaction() as conn:
+        async with self._rt.db.lean_transaction() as conn:
             stored, _ = await self._lock_ongoing(conn, agent_id, episode_id)
             return await self._admit(conn, args, stored, vector, answer)
 

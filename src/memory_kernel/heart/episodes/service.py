@@ -71,7 +71,7 @@ class EpisodeService:
         """Start an episode, or return the agent's recent ongoing one that is the same."""
         check_input(episode)
         vector = await embed_or_none(self._rt, episode.summary)
-        async with self._rt.db.transaction() as conn:
+        async with self._rt.db.lean_transaction() as conn:
             return await self._start(conn, episode, vector)
 
     async def start_in(

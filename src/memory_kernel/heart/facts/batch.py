@@ -314,10 +314,12 @@ async def learn_batch(
     thresholds: RelationThresholds,
     k: int,
     restore: bool = True,
+    locked: bool = False,
 ) -> list[LearnOutcome]:
     """Decide and write ``items`` in order, in the caller's transaction. ``restore=False``
-    skips handing the planner settings back when the transaction ends right after anyway."""
-    saved = await repo.lock_agents(conn, (p.input.agent_id for p in items))
+    skips handing the planner settings back when the transaction ends right after anyway;
+    ``locked``: the transaction already holds the agents' locks (``repo.opening``)."""
+    saved = {} if locked else await repo.lock_agents(conn, (p.input.agent_id for p in items))
     groups: dict[str, list[tuple[int, Prepared]]] = {}
     for i, p in enumerate(items):
         groups.setdefault(p.input.agent_id, []).append((i, p))

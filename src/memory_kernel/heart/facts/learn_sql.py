@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.facts.repository import to_fact, vector_literal
 from memory_kernel.models.facts import Fact
+from memory_kernel.storage import driver
 from memory_kernel.storage.events import Event
 from memory_kernel.storage.search import AnyRow
 
@@ -101,7 +102,7 @@ async def read_candidates(
         params |= {"vectors": [vector_literal(v) for v in vectors], "k": k}
     if keys:
         params["keys"] = list(keys)
-    for row in await conn.execute(_read_statement(bool(vectors), bool(keys)), params):
+    for row in await driver.fetch(conn, _read_statement(bool(vectors), bool(keys)), params):
         if row.ord == 0:
             found.by_subject.append(row)
         else:
@@ -292,5 +293,5 @@ async def write_agent(
     if restore:
         params |= {"s_seqscan": restore["enable_seqscan"], "s_ef": restore["hnsw.ef_search"]}
     statement = _write_statement(bool(changes), bool(rows), bool(events), bool(restore))
-    result = await conn.execute(statement, params)
-    return {row.id: to_fact(row) for row in result if row.id is not None}
+    found = await driver.fetch(conn, statement, params)
+    return {row.id: to_fact(row) for row in found if row.id is not None}

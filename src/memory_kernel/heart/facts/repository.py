@@ -3,6 +3,7 @@ scoped by ``agent_id`` (invariant 1, and what lets Postgres prune to one partiti
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -26,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import Fact
+from memory_kernel.storage import driver
 from memory_kernel.storage.search import AnyRow, nearest
 from memory_kernel.storage.tables import facts
 
@@ -102,16 +104,31 @@ async def lock_agents(conn: AsyncConnection, agent_ids: Iterable[str]) -> dict[s
     saved: dict[str, str] = {}
     for n, agent_id in enumerate(sorted(set(agent_ids))):
         if n > 0:
-            await conn.execute(_LOCK, {"key": f"mk-facts:{agent_id}"})
+            await driver.fetch(conn, _LOCK, {"key": lock_number(agent_id)})
             continue
-        row = (await conn.execute(_LOCK_AND_TUNE, {"key": f"mk-facts:{agent_id}"})).one()
+        (row,) = await driver.fetch(conn, _LOCK_AND_TUNE, {"key": lock_number(agent_id)})
         saved = {"enable_seqscan": row.seqscan, "hnsw.ef_search": row.ef}
     return saved
 
 
-_LOCK = text("SELECT pg_advisory_xact_lock(hashtext(:key))")
+def lock_number(agent_id: str) -> int:
+    """The advisory lock every writer of an agent's facts takes (learn, pending embeds,
+    consolidation): a signed 64-bit number hashed here, so the lean unit of work can send it
+    with ``BEGIN`` as a plain integer — no caller's text ever enters the SQL."""
+    digest = hashlib.blake2b(f"mk-facts:{agent_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def opening(agent_ids: Iterable[str]) -> list[str]:
+    """:func:`lock_agents` as constant statements for ``Database.lean_transaction`` (sent with
+    ``BEGIN`` in one round trip), for a transaction the learn path owns: nothing to restore."""
+    locks = [f"SELECT pg_advisory_xact_lock({lock_number(a):d})" for a in sorted(set(agent_ids))]
+    return [*locks, "SET LOCAL enable_seqscan = off", "SET LOCAL hnsw.ef_search = 40"]
+
+
+_LOCK = text("SELECT pg_advisory_xact_lock(CAST(:key AS bigint))")
 _LOCK_AND_TUNE = text(
-    "SELECT pg_advisory_xact_lock(hashtext(:key)),"
+    "SELECT pg_advisory_xact_lock(CAST(:key AS bigint)),"
     " current_setting('enable_seqscan') AS seqscan, current_setting('hnsw.ef_search') AS ef,"
     " set_config('enable_seqscan', 'off', true), set_config('hnsw.ef_search', '40', true)"
 )

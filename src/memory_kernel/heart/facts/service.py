@@ -56,10 +56,12 @@ class FactService:
         in-memory similarity matrix); embedding happens before the transaction opens."""
         chunks = [await self._prepare(batch[i : i + _BATCH]) for i in range(0, len(batch), _BATCH)]
         outcomes: list[LearnOutcome] = []
-        async with self._rt.db.transaction() as conn:
+        # Our own transaction: the locks and planner settings travel with BEGIN, and its
+        # SET LOCAL settings end with it.
+        opening = repo.opening(f.agent_id for f in batch)
+        async with self._rt.db.lean_transaction(opening) as conn:
             for prepared in chunks:
-                # Our own transaction: its SET LOCAL planner settings end with it.
-                outcomes += await self._write(conn, prepared, restore=False)
+                outcomes += await self._write(conn, prepared, restore=False, locked=True)
         return outcomes
 
     async def learn_in(self, conn: AsyncConnection, fact: FactInput) -> LearnOutcome:
@@ -72,7 +74,12 @@ class FactService:
         return await self._write(conn, await self._prepare(batch), restore=True)
 
     async def _write(
-        self, conn: AsyncConnection, prepared: list[Prepared], *, restore: bool
+        self,
+        conn: AsyncConnection,
+        prepared: list[Prepared],
+        *,
+        restore: bool,
+        locked: bool = False,
     ) -> list[LearnOutcome]:
         cfg = self._rt.config.heart
         return await learn_batch(
@@ -82,6 +89,7 @@ class FactService:
             thresholds=self.thresholds(),
             k=cfg.fact_neighbours,
             restore=restore,
+            locked=locked,
         )
 
     def thresholds(self) -> RelationThresholds:

@@ -1,0 +1,97 @@
+"""The driver path of the hot statements (``storage.driver``): the same transaction, values
+and errors as SQLAlchemy's, and ``Database.lean_transaction``, which never leaves a pooled
+connection inside a transaction — against real Postgres."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import text
+
+from memory_kernel import MemoryKernel, StorageError, ValidationError
+from memory_kernel.storage import driver
+
+
+def test_named_placeholders_become_positional_and_casts_stay() -> None:
+    sql, names = driver.positional(
+        "SELECT CAST(:a AS int)::text, :b, :a, '{}'::jsonb, x::regconfig WHERE y = :b_2"
+    )
+    assert sql == "SELECT CAST($1 AS int)::text, $2, $1, '{}'::jsonb, x::regconfig WHERE y = $3"
+    assert names == ("a", "b", "b_2")
+
+
+async def test_lean_transaction_commits_and_runs_opening_statements(kernel: MemoryKernel) -> None:
+    async with kernel.database.lean_transaction(
+        ["SET LOCAL application_name = 'mk-uow-test'"]
+    ) as conn:
+        rows = await driver.fetch(conn, "SELECT current_setting('application_name') AS v", {})
+        assert rows[0].v == "mk-uow-test"
+        # SQLAlchemy statements join the same transaction instead of opening their own.
+        await conn.execute(text("CREATE TABLE uow_probe (x int)"))
+        await driver.fetch(conn, "INSERT INTO uow_probe VALUES (:x)", {"x": 7})
+    async with kernel.database.connection() as conn:
+        assert await conn.scalar(text("SELECT sum(x) FROM uow_probe")) == 7
+        assert await conn.scalar(text("SHOW application_name")) != "mk-uow-test"
+
+
+async def test_lean_transaction_rolls_back_on_error_and_maps_it(kernel: MemoryKernel) -> None:
+    async with kernel.database.transaction() as conn:
+        await conn.execute(text("CREATE TABLE uow_probe (x int CHECK (x > 0))"))
+
+    async def insert(*values: int, fail: bool = False) -> None:
+        async with kernel.database.lean_transaction() as conn:
+            for x in values:
+                await driver.fetch(conn, "INSERT INTO uow_probe VALUES (:x)", {"x": x})
+            if fail:
+                raise RuntimeError("caller failed")
+
+    async def bad_column() -> None:
+        async with kernel.database.lean_transaction() as conn:
+            await driver.fetch(conn, "SELECT no_such_column FROM uow_probe", {})
+
+    with pytest.raises(ValidationError):
+        await insert(1, -1)  # the driver's check violation, mapped like SQLAlchemy's
+    with pytest.raises(RuntimeError):
+        await insert(2, fail=True)
+    with pytest.raises(StorageError):
+        await bad_column()
+    async with kernel.database.connection() as conn:
+        assert await conn.scalar(text("SELECT count(*) FROM uow_probe")) == 0
+
+
+async def test_cancelled_lean_transaction_leaves_no_connection_in_a_transaction(
+    kernel: MemoryKernel,
+) -> None:
+    async def slow() -> None:
+        async with kernel.database.lean_transaction() as conn:
+            await driver.fetch(conn, "SELECT pg_sleep(5)", {})
+
+    for _ in range(3):
+        task = asyncio.create_task(slow())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    # Every pooled connection handed out afterwards is idle, outside any transaction.
+    for _ in range(kernel.database.config.pool_size + 2):
+        async with kernel.database.connection() as conn:
+            raw = await driver.driver(conn)
+            assert not raw.is_in_transaction()
+            assert await raw.fetchval("SELECT 1") == 1
+
+
+async def test_a_rehearsal_keeps_nothing_even_from_a_lean_transaction(
+    kernel: MemoryKernel,
+) -> None:
+    """Consolidation's dry run pins every unit of work to one rolled-back transaction; a
+    learn inside it must not COMMIT that transaction from under it."""
+    from memory_kernel.consolidation.rehearsal import rehearsal
+    from memory_kernel.models.facts import FactInput
+
+    rt = kernel.heart.facts._rt  # the store's runtime, as consolidation gets it
+    async with rehearsal(rt) as (_rt, facts):
+        out = await facts.learn(FactInput(agent_id="dry", content="The build runs on Fridays"))
+        assert out.fact.status == "active"
+    async with kernel.database.connection() as conn:
+        assert await conn.scalar(text("SELECT count(*) FROM facts WHERE agent_id = 'dry'")) == 0
