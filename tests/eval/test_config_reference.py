@@ -1,5 +1,5 @@
 """docs/configuration.md is the output of ``memory-kernel config --markdown``: it lists every
-field of every section, and cannot drift from config.py."""
+field of every section, and cannot drift from the config package."""
 
 from __future__ import annotations
 

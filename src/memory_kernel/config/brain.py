@@ -1,0 +1,64 @@
+"""Brain: the decision gate's three layers."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from memory_kernel.config._base import Frozen
+
+__all__ = ["BrainConfig"]
+
+
+class BrainConfig(Frozen):
+    """Decisions."""
+
+    dedup_window_s: float = Field(
+        default=5 * 60,
+        ge=0,
+        description=(
+            "A new decision is compared with the session's decisions of this window (5 "
+            "minutes): it catches a repeat within the conversation."
+        ),
+    )
+    dedup_cosine: float = Field(
+        default=0.85,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Cosine above which a decision duplicates one of the session's recent decisions "
+            "(the seed's 0.85)."
+        ),
+    )
+    dedup_containment: float = Field(
+        default=0.8,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Fallback when the embedder is down: keyword containment over content words. "
+            "Containment is more generous than cosine (a short text inside a longer one "
+            "scores 1.0), hence higher."
+        ),
+    )
+    dedup_recent_limit: int = Field(
+        default=5,
+        ge=1,
+        le=100,
+        description=(
+            "How many of the session's most recent decisions dedup compares with (the seed's 5)."
+        ),
+    )
+    min_description_chars: int = Field(
+        default=20,
+        ge=0,
+        description=(
+            "Quality gate: a decision description shorter than this (after stripping) is "
+            "rejected as too_short: no room for a decision and its reason."
+        ),
+    )
+    auto_deliberation_frames: frozenset[str] = Field(
+        default=frozenset({"decision", "debug"}),
+        description=(
+            "Frames in which pre_turn starts a deliberation (a draft decision) automatically "
+            "and post_turn may finalise it (the seed's decision/debug frames)."
+        ),
+    )

@@ -1,0 +1,206 @@
+"""Consolidation: the nightly run and the embedding worker."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from memory_kernel.config._base import Frozen
+
+__all__ = ["ConsolidationConfig"]
+
+
+class ConsolidationConfig(Frozen):
+    """Nightly maintenance."""
+
+    decay_per_day: float = Field(
+        default=0.01,
+        ge=0.0,
+        description=(
+            "Confidence decay: c *= exp(-decay_per_day * days since the last evidence) (the "
+            "seed's 0.01, about 10% per 10 days)."
+        ),
+    )
+    decay_min_change: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Smaller decays are not written: they accumulate (the decay clock is not reset) "
+            "until they matter or cross a retrieval tier. Each write of an active fact re-"
+            "inserts it into the HNSW index (~1 ms), so writing every nightly 1% decay would "
+            "cost as much as rebuilding the index."
+        ),
+    )
+    deprecate_below: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Facts whose confidence falls below this are deprecated (the seed's tiers: < 0.3 "
+            "deprecated; 0.3-0.5 active tool only; > 0.5 both recall modes)."
+        ),
+    )
+    evidence_similarity: float = Field(
+        default=0.75,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "A completed episode this similar to a fact is evidence for it and refreshes its "
+            "confidence (the seed's 0.75)."
+        ),
+    )
+    evidence_neighbours: int = Field(
+        default=32,
+        ge=1,
+        le=1000,
+        description=(
+            "Facts an episode can support per run (nearest first): bounds one kNN per episode."
+        ),
+    )
+    merge_similarity: float = Field(
+        default=0.85,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Auto-merge of duplicates: cosine above this, same category, no contradiction "
+            "(the seed's 0.85)."
+        ),
+    )
+    merge_min_confidence: float = Field(
+        default=0.6,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Auto-merge also needs one member above this confidence (the seed's 0.6), so two "
+            "weak facts do not reinforce each other."
+        ),
+    )
+    ambiguous_similarity: float = Field(
+        default=0.75,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Duplicates between this and merge_similarity are ambiguous: the judge decides."
+        ),
+    )
+    contradiction_similarity: float = Field(
+        default=0.85,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Opposite polarity above this is a clear contradiction and both facts are halved "
+            "(the seed's 0.85); between HeartConfig.fact_contradiction_similarity and this it"
+            " is ambiguous (judge)."
+        ),
+    )
+    neighbours: int = Field(
+        default=8,
+        ge=1,
+        le=100,
+        description=(
+            "Neighbours per fact in the candidate search: duplicate clusters larger than this"
+            " are still joined through union-find (each member finds some others)."
+        ),
+    )
+    candidate_cell_size: int = Field(
+        default=256,
+        ge=16,
+        le=10_000,
+        description=(
+            "Candidate search (consolidation/candidates.py): facts per coarse cell. With the "
+            "HashingEmbedder's near-random vectors, 8 probes of 256-fact cells find 90-95% of"
+            " the planted duplicate pairs at 100k facts; the cost is n * probes * cell_size "
+            "cosines."
+        ),
+    )
+    candidate_probes: int = Field(
+        default=8,
+        ge=1,
+        le=64,
+        description=(
+            "Cells each fact searches in the candidate search (8 probes: 90-95% of planted "
+            "duplicates found at 100k facts; 2 probes: 70%)."
+        ),
+    )
+    evidence_ef_search: int = Field(
+        default=20,
+        ge=10,
+        le=1000,
+        description=(
+            "HNSW candidate list of the evidence search (episodes -> nearest facts): "
+            "supporting episodes (> 0.75) are among the first found; the recall setting would"
+            " be 3x slower."
+        ),
+    )
+    batch_size: int = Field(
+        default=500,
+        ge=10,
+        le=10_000,
+        description=(
+            "Facts per round trip and per write transaction: bounds memory and lock time."
+        ),
+    )
+    judge_max_calls: int = Field(
+        default=2,
+        ge=0,
+        le=100,
+        description=(
+            "LLM judge calls per run: the seed's one batched call per kind (contradictions, "
+            "merges)."
+        ),
+    )
+    judge_max_items: int = Field(
+        default=50,
+        ge=1,
+        le=10_000,
+        description=(
+            "Cases sent in one judge call, most similar first; the others are left for a later run."
+        ),
+    )
+    judge_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="A consolidation judge call that has not answered by then is abandoned.",
+    )
+    pending_batch: int = Field(
+        default=256,
+        ge=1,
+        le=10_000,
+        description=(
+            "Pending (not yet embedded) facts embedded per round by the drain and the "
+            "background worker."
+        ),
+    )
+    embed_worker: bool = Field(
+        default=True,
+        description=(
+            "Run the kernel's background embedding worker (the queue is the facts table): "
+            "facts learned while the embedder was down get their vectors later."
+        ),
+    )
+    embed_worker_poll_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="Seconds between the embedding worker's polls of pending facts.",
+    )
+    embed_worker_grace_s: float = Field(
+        default=5.0,
+        ge=0,
+        description=(
+            "A pending fact younger than this waits for the next poll, so bursts are embedded"
+            " in one batch (and a learn that just failed to embed is not retried at once)."
+        ),
+    )
+    embed_worker_backoff_max_s: float = Field(
+        default=60.0,
+        gt=0,
+        description=(
+            "Ceiling of the worker's exponential backoff while the embedder keeps failing."
+        ),
+    )
+    concurrency: int = Field(
+        default=2,
+        ge=1,
+        le=256,
+        description="consolidate_all: agents consolidated at once by one process.",
+    )

@@ -1,0 +1,127 @@
+"""ContextEngine: recall, budgets, prefetch."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from memory_kernel.config._base import Frozen
+
+__all__ = ["ContextConfig"]
+
+
+class ContextConfig(Frozen):
+    """Context assembly."""
+
+    token_budget: int = Field(
+        default=1500,
+        ge=1,
+        description="Default token budget of an assembled context when the request gives none.",
+    )
+    relevance_config: str | None = Field(
+        default=None,
+        description=(
+            "A JSON file in the original pre-parser's format; None: the packaged default."
+        ),
+    )
+    passive_limit: int = Field(
+        default=5,
+        ge=1,
+        le=100,
+        description=('Memories streamed per node: the seed\'s "top 3-5".'),
+    )
+    candidate_pool: int = Field(
+        default=20,
+        ge=1,
+        le=1000,
+        description=(
+            "Candidates fetched per node before scoring, from which passive_limit are chosen:"
+            ' the seed\'s "top 20 candidates".'
+        ),
+    )
+    passive_min_confidence: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Passive recall (injected every turn) only trusts facts with confidence above "
+            "this (the seed's 0.5)."
+        ),
+    )
+    active_min_confidence: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "The explicit recall tool shows facts down to this confidence (the seed's 0.3): "
+            "the agent asked, so weaker memories are worth seeing."
+        ),
+    )
+    diversity_similarity: float = Field(
+        default=0.8,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Diversity sampling: memories at this cosine or above are one cluster, and one "
+            "memory per cluster is kept (the seed's 0.8)."
+        ),
+    )
+    decision_overlap: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Decision recall dedup: word overlap above this is the same decision, and the "
+            "newest is kept (the seed's 0.7)."
+        ),
+    )
+    recency_half_life_days: float = Field(
+        default=365.0,
+        gt=0,
+        description=(
+            "The recency term of the score halves every this many days: a year, so recency "
+            "breaks ties without burying months-old memories (LoCoMo dev: 30 days cost 5 "
+            "points of recall@10)."
+        ),
+    )
+    lexical_weight: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of the similarity term taken by the IDF-weighted full-text score (the rest"
+            " is the cosine); 0.3 was best on LoCoMo dev with the HashingEmbedder (0.2-0.5 "
+            "within 2 points)."
+        ),
+    )
+    episode_confidence: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Episodes carry no confidence; an admitted episode counts like a default-"
+            "confidence fact."
+        ),
+    )
+    prefetch_ttl_s: float = Field(
+        default=300.0,
+        gt=0,
+        description=(
+            "Passive prefetch: a cached recall older than this is not used by the next turn."
+        ),
+    )
+    prefetch_max_sessions: int = Field(
+        default=1000,
+        ge=1,
+        description=(
+            "Sessions whose prefetched recall is cached (the most recent ones): bounds the "
+            "cache's memory."
+        ),
+    )
+    prefetch_max_tasks: int = Field(
+        default=8,
+        ge=1,
+        description=(
+            "Prefetches running at once; more are skipped, not queued, so a burst of turns "
+            "cannot pile up work."
+        ),
+    )

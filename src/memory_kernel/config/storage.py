@@ -1,0 +1,113 @@
+"""Storage: the database, the pool, HNSW and the embedded server."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator
+
+from memory_kernel.config._base import Frozen
+
+__all__ = ["StorageConfig"]
+
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+class StorageConfig(Frozen):
+    """Where and how memories are stored."""
+
+    schema_name: str = Field(
+        default="memory_kernel",
+        description=(
+            "Postgres schema of memory-kernel's tables; every connection sets its search_path"
+            " to it, so the host application's tables are never touched."
+        ),
+    )
+    pool_size: int = Field(
+        default=10,
+        ge=1,
+        le=1000,
+        description=(
+            "Connections kept open in the pool: enough for a host running a few concurrent "
+            "agent turns."
+        ),
+    )
+    max_overflow: int = Field(
+        default=10,
+        ge=0,
+        le=1000,
+        description=(
+            "Extra connections opened under a burst beyond pool_size and closed afterwards."
+        ),
+    )
+    connect_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds to wait for a new connection before ConnectionFailedError.",
+    )
+    dedicated_partition_rows: int = Field(
+        default=2000,
+        ge=100,
+        description=(
+            "An agent with more rows than this gets its own partition with an HNSW index (at "
+            "consolidation); below it an exact scan of its rows in the shared partition is "
+            "cheaper than an ANN index and always complete."
+        ),
+    )
+    hnsw_ef_search: int = Field(
+        default=100,
+        ge=10,
+        le=1000,
+        description=(
+            "Candidate list size of the HNSW scan (per connection): recall >= 0.98 at 10k "
+            "rows per agent (benchmarks/search.py)."
+        ),
+    )
+    hnsw_m: int = Field(
+        default=16,
+        ge=4,
+        le=100,
+        description=(
+            "HNSW graph degree of dedicated partitions: pgvector's default, a good "
+            "recall/size balance for 384-1536 dimensions."
+        ),
+    )
+    hnsw_ef_construction: int = Field(
+        default=64,
+        ge=16,
+        le=1000,
+        description=(
+            "HNSW build-time candidate list: pgvector's default; higher builds slower for "
+            "little recall at these sizes."
+        ),
+    )
+    embed_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "An embedder call that has not answered by then raises EmbedderError (the write "
+            "is not blocked forever by a slow model server)."
+        ),
+    )
+    embedded_shared_buffers_mb: int | None = Field(
+        default=None,
+        ge=16,
+        le=1_048_576,
+        description=(
+            "shared_buffers of the embedded server (ignored with a DSN: tune your own server)."
+            " None = a quarter of the machine's (or container's) memory, between 128 MB and "
+            "2048 MB: at 1M rows over 100 agents the HNSW indexes searched are ~2 GB; with "
+            "Postgres's stock 128 MB a search read 415 of its 571 pages from the OS (server "
+            "time p50 10.4 ms), with 2 GB none (1.0 ms; benchmarks/search.py --diagnose). "
+            "Applied when the server starts; a server another process runs keeps its value "
+            "until it restarts."
+        ),
+    )
+
+    @field_validator("schema_name")
+    @classmethod
+    def _valid_schema(cls, value: str) -> str:
+        # The schema name ends up in DDL and search_path, so only plain identifiers pass.
+        if not _IDENTIFIER.match(value):
+            raise ValueError("schema_name must be a lowercase SQL identifier (a-z, 0-9, _)")
+        return value
