@@ -55,9 +55,16 @@ def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def schema_config(schema: str, **sections: dict[str, object]) -> MemoryKernelConfig:
-    data: dict[str, object] = {"storage": {"schema_name": schema}}
-    data.update(sections)
-    return MemoryKernelConfig.from_mapping(data)
+    """A config on ``schema``; a ``storage`` section is merged with the schema name."""
+    storage = {"schema_name": schema, **sections.pop("storage", {})}
+    return MemoryKernelConfig.from_mapping({"storage": storage, **sections})
+
+
+#: No background workers: tests that count or interrupt statements see only the call's.
+QUIET: dict[str, dict[str, object]] = {
+    "consolidation": {"embed_worker": False},
+    "storage": {"index_worker": False},
+}
 
 
 @pytest.fixture

@@ -26,12 +26,20 @@ TABLES = ("facts", "episodes", "decisions", "memory_events", "kernel_meta", "age
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+# Storage bookkeeping added after the first revision, not memory: whether a row is in its
+# HNSW index yet (0004; promotion sets it).
+BOOKKEEPING = "indexed"
+
+
 async def _rows(conn: AsyncConnection, schema: str) -> dict[str, list[str]]:
-    """Every row of every table, as text, in a stable order."""
+    """Every row of every table (its memory columns), as text, in a stable order."""
     out = {}
     for table in TABLES:
         result = await conn.execute(
-            text(f'SELECT r::text AS row FROM "{schema}".{table} r ORDER BY 1')
+            text(
+                f"SELECT (to_jsonb(r) - '{BOOKKEEPING}')::text AS row"
+                f' FROM "{schema}".{table} r ORDER BY 1'
+            )
         )
         out[table] = [r.row for r in result]
     return out

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel import ConflictError, MemoryKernel, MemoryKernelConfig
 from memory_kernel.storage.partitions import partition_name, promote_agent, rebalance
-from memory_kernel.storage.search import nearest
+from memory_kernel.storage.search import hnsw_predicate, nearest
 from memory_kernel.storage.tables import facts
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 
@@ -112,8 +112,8 @@ async def test_promoted_agent_is_searched_in_its_own_hnsw_partition(
             r[0]
             for r in await conn.execute(
                 text(
-                    "EXPLAIN SELECT id FROM facts WHERE agent_id = 'big' AND status = 'active'"
-                    " AND embedding IS NOT NULL ORDER BY embedding <=> CAST(:q AS vector)"
+                    "EXPLAIN SELECT id FROM facts WHERE agent_id = 'big' AND"
+                    f" {hnsw_predicate('facts')} ORDER BY embedding <=> CAST(:q AS vector)"
                     " LIMIT 10"
                 ),
                 {"q": big[0]},

@@ -26,6 +26,7 @@ from memory_kernel.protocols import Clock, Embedder, SystemClock
 from memory_kernel.runtime import Runtime
 from memory_kernel.storage.database import Database, ServerInfo
 from memory_kernel.storage.embedded import EmbeddedServer
+from memory_kernel.storage.indexer import IndexWorker
 
 __all__ = ["MemoryKernel"]
 
@@ -66,6 +67,8 @@ class MemoryKernel:
         self._consolidator = Consolidator(self._runtime, self.heart.facts)
         # Embeds pending_embed facts in the background; started by open(), stopped by close().
         self._embedding_worker = EmbeddingWorker(self._runtime, self.heart.facts)
+        # Moves staged facts/episodes into their HNSW index; started by open() too.
+        self._index_worker = IndexWorker(database)
         self._closed = False
 
     @classmethod
@@ -170,6 +173,7 @@ class MemoryKernel:
             return
         self._closed = True
         await self._embedding_worker.stop()
+        await self._index_worker.stop()
         await self.context.close()
         await self._db.close()
 
@@ -236,4 +240,6 @@ async def _open(
     kernel = cls(database=database, embedder=embedder, config=config, clock=clock, judge=judge)
     if config.consolidation.embed_worker:
         kernel._embedding_worker.start()
+    if config.storage.index_worker:
+        kernel._index_worker.start()
     return kernel

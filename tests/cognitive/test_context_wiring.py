@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import event
-
 from memory_kernel import MemoryKernel
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.turns import TurnInput, TurnOutcome
+from tests.statements import count_statements
 
 
 async def test_greeting_fetches_no_memory_node(kernel: MemoryKernel) -> None:
-    statements: list[str] = []
-
-    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        statements.append(statement)
-
-    event.listen(kernel.database.engine.sync_engine, "before_cursor_execute", count)
-    try:
+    with count_statements(kernel) as statements:
         ctx = await kernel.pre_turn(
             TurnInput(agent_id="a1", session_id="s1", message="Hey!", mode="ACKNOWLEDGE")
         )
-    finally:
-        event.remove(kernel.database.engine.sync_engine, "before_cursor_execute", count)
     assert ctx.report.context is not None
     assert ctx.report.context.fetched == ()
     # Only the turn's own episode bookkeeping touched the database, never a recall table.

@@ -4,18 +4,18 @@ engine is under test here, not the learn/admission policies of the services)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from memory_kernel import MemoryKernel
 from memory_kernel.context.engine import ContextEngine
 from memory_kernel.runtime import Runtime
 from memory_kernel.storage.tables import decisions, episodes, facts
+from tests.statements import count_statements
+
+__all__ = ["add_decision", "add_episode", "add_fact", "count_statements", "runtime_of"]
 
 
 def runtime_of(kernel: MemoryKernel) -> Runtime:
@@ -29,22 +29,6 @@ async def engine(kernel: MemoryKernel) -> Any:
     built = ContextEngine(runtime_of(kernel))
     yield built
     await built.close()
-
-
-@contextmanager
-def count_statements(kernel: MemoryKernel) -> Iterator[list[str]]:
-    """Every SQL statement the kernel's engine sends while the block runs."""
-    seen: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        seen.append(statement)
-
-    target = kernel.database.engine.sync_engine
-    event.listen(target, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(target, "before_cursor_execute", record)
 
 
 async def _vector(kernel: MemoryKernel, text: str) -> Any:

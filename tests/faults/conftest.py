@@ -9,14 +9,15 @@ import pytest
 
 from memory_kernel import MemoryKernel, MemoryKernelConfig
 from memory_kernel.testing import FakeEmbedder, FrozenClock
+from tests.conftest import QUIET
 
 
 @pytest.fixture(scope="module")
 async def private_kernel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[MemoryKernel]:
-    """A kernel that started its own embedded server; the background embedding worker is
-    off so the only statements on the engine are the ones under test."""
+    """A kernel that started its own embedded server; the background workers are off so
+    the only statements on the engine are the ones under test."""
     data_dir: Path = tmp_path_factory.mktemp("faults") / "pg"
-    config = MemoryKernelConfig.from_mapping({"consolidation": {"embed_worker": False}})
+    config = MemoryKernelConfig.from_mapping(QUIET)
     kernel = await MemoryKernel.open(
         data_dir=data_dir, config=config, embedder=FakeEmbedder(), clock=FrozenClock()
     )

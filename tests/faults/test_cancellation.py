@@ -19,7 +19,7 @@ from memory_kernel import MemoryKernel
 from memory_kernel.models.facts import FactInput
 from memory_kernel.models.turns import TurnHandle, TurnInput, TurnOutcome
 from memory_kernel.testing import FakeEmbedder, FrozenClock
-from tests.conftest import schema_config
+from tests.conftest import QUIET, schema_config
 from tests.faults.helpers import signature
 
 pytestmark = pytest.mark.faults
@@ -37,7 +37,7 @@ async def quiet_kernel(
 ) -> AsyncIterator[MemoryKernel]:
     """A kernel without the background embedding worker: only the call under test talks
     to the database, so statement numbers are the call's own."""
-    config = schema_config(drop_schema, consolidation={"embed_worker": False})
+    config = schema_config(drop_schema, **QUIET)
     async with MemoryKernel.open(pg_dsn, config=config, clock=clock, embedder=embedder) as k:
         yield k
 

@@ -22,7 +22,7 @@ from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput, LearnAction
 from memory_kernel.storage.tables import decisions, episodes, facts
 from memory_kernel.testing import FakeEmbedder, FrozenClock
-from tests.conftest import schema_config
+from tests.conftest import QUIET, schema_config
 
 pytestmark = pytest.mark.faults
 
@@ -82,7 +82,7 @@ async def test_concurrent_duplicate_deliberations_record_one(kernel: MemoryKerne
 async def test_two_consolidate_all_workers_never_share_an_agent(
     pg_dsn: str, drop_schema: str
 ) -> None:
-    config = schema_config(drop_schema, consolidation={"embed_worker": False})
+    config = schema_config(drop_schema, **QUIET)
     clock, embedder = FrozenClock(), FakeEmbedder()
     first = await MemoryKernel.open(pg_dsn, config=config, clock=clock, embedder=embedder)
     second = await MemoryKernel.open(pg_dsn, config=config, clock=clock, embedder=embedder)

@@ -17,7 +17,7 @@ from memory_kernel.models.facts import FactInput, FactMatch
 from memory_kernel.models.turns import TurnInput, TurnOutcome
 from memory_kernel.protocols import FloatMatrix
 from memory_kernel.testing import FakeEmbedder, FrozenClock, ScriptedJudge
-from tests.conftest import schema_config
+from tests.conftest import QUIET, schema_config
 
 pytestmark = pytest.mark.faults
 
@@ -50,7 +50,7 @@ async def outage_kernel(
     embedder = GarbageEmbedder()
     config = schema_config(
         drop_schema,
-        storage={"schema_name": drop_schema, "embed_timeout_s": 0.2},
+        storage={"embed_timeout_s": 0.2, "index_worker": False},
         consolidation={"embed_worker": False},
     )
     async with MemoryKernel.open(pg_dsn, config=config, clock=clock, embedder=embedder) as k:
@@ -116,7 +116,7 @@ async def test_a_judge_that_is_down_or_talks_garbage_leaves_the_rule_decision(
     pg_dsn: str, drop_schema: str, clock: FrozenClock, embedder: FakeEmbedder
 ) -> None:
     judge = ScriptedJudge(["not json at all", {"decision": "EXPLODE"}])
-    config = schema_config(drop_schema, consolidation={"embed_worker": False})
+    config = schema_config(drop_schema, **QUIET)
     async with MemoryKernel.open(
         pg_dsn, config=config, clock=clock, embedder=embedder, judge=judge
     ) as kernel:

@@ -89,6 +89,31 @@ class StorageConfig(Frozen):
             "is not blocked forever by a slow model server)."
         ),
     )
+    index_worker: bool = Field(
+        default=True,
+        description=(
+            "Run the background task that moves newly written facts and episodes of promoted "
+            "agents into their HNSW index (storage/indexer.py). Off: they stay staged and "
+            "are searched exactly until consolidation indexes them."
+        ),
+    )
+    index_batch: int = Field(
+        default=16,
+        ge=1,
+        le=10_000,
+        description=(
+            "Rows indexed per transaction by the index worker: each costs an HNSW insert "
+            "(5-10 ms), and a learn touching one of them waits for at most one batch."
+        ),
+    )
+    index_poll_s: float = Field(
+        default=30.0,
+        gt=0,
+        description=(
+            "Seconds between the index worker's sweeps of every promoted agent (rows staged "
+            "by other processes); the agents this process writes are indexed at once."
+        ),
+    )
     embedded_shared_buffers_mb: int | None = Field(
         default=None,
         ge=16,

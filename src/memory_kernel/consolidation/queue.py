@@ -10,13 +10,12 @@ rolls its transaction back, so the facts simply stay pending.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from datetime import timedelta
 
 from sqlalchemy import select
 
+from memory_kernel.background import PollingWorker
 from memory_kernel.errors import EmbedderError, MemoryKernelError
 from memory_kernel.heart.facts.service import FactService
 from memory_kernel.models.enums import FactStatus
@@ -30,43 +29,19 @@ _log = logging.getLogger(__name__)
 _AGENTS_PER_ROUND = 100
 
 
-class EmbeddingWorker:
+class EmbeddingWorker(PollingWorker):
     """Embeds ``pending_embed`` facts in the background until :meth:`stop`."""
 
+    name = "memory-kernel-embedding-worker"
+
     def __init__(self, runtime: Runtime, facts_service: FactService) -> None:
+        super().__init__()
         self._rt = runtime
         self._facts = facts_service
-        self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
         #: Facts settled since start (embedded, merged or superseded).
         self.settled = 0
         #: Consecutive embedder failures (0 when healthy).
         self.failures = 0
-
-    @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
-
-    def start(self) -> None:
-        """Start the background task (idempotent); needs a running event loop."""
-        if self.running:
-            return
-        self._task = asyncio.get_running_loop().create_task(
-            self._loop(), name="memory-kernel-embedding-worker"
-        )
-
-    def wake(self) -> None:
-        """Poll now instead of at the next interval (e.g. after a burst of deferred facts)."""
-        self._wake.set()
-
-    async def stop(self) -> None:
-        """Cancel the task and wait for it; safe to call twice or before ``start``."""
-        task, self._task = self._task, None
-        if task is None:
-            return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
     async def run_once(self) -> int:
         """One round: settle the pending facts of agents that have waited long enough.
@@ -111,9 +86,3 @@ class EmbeddingWorker:
             if settled:
                 continue  # more may be waiting: drain before sleeping
             await self._sleep(delay)
-
-    async def _sleep(self, seconds: float) -> None:
-        self._wake.clear()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await self._wake.wait()

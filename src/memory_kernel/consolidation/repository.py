@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_kernel.consolidation.plans import FactView, Pair
 from memory_kernel.consolidation.policy import ConfidenceChange, ConfidenceState
 from memory_kernel.models.enums import EventKind, FactStatus
-from memory_kernel.storage.search import SEARCHABLE
+from memory_kernel.storage.search import SEARCHABLE, knn_sql
 from memory_kernel.storage.tables import facts, memory_events
 
 __all__ = [
@@ -74,11 +74,6 @@ async def set_ef_search(conn: AsyncConnection, ef: int) -> None:
     await conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(ef)})
 
 
-# ``SEARCHABLE["facts"]`` on the alias ``f``, written literally: the planner must see the
-# HNSW index's predicate to use the index inside the LATERAL subquery.
-_SEARCHABLE_F = "f.status = 'active' AND f.embedding IS NOT NULL"
-assert _SEARCHABLE_F.replace("f.", "") == SEARCHABLE["facts"]
-
 # -- evidence ---------------------------------------------------------------------------
 
 _EPISODES_PAGE = text(
@@ -87,19 +82,18 @@ _EPISODES_PAGE = text(
     " AND ended_at > :since AND id > :after ORDER BY id LIMIT :limit"
 )
 
+# The facts nearest each episode, over both search tiers (storage.search.knn_sql).
+_NEAREST_FACTS = knn_sql(
+    "facts", select="id, last_evidence_at, derived_from", vector="e.embedding",
+    agent=":agent", k=":k",
+)  # fmt: skip
 _EVIDENCE_SQL = (
-    "SELECT e.id AS episode_id, e.ended_at, n.id AS fact_id"
-    " FROM episodes e CROSS JOIN LATERAL ("
-    "   SELECT f.id, f.last_evidence_at, f.derived_from,"
-    "          f.embedding <=> e.embedding AS distance"
-    "   FROM facts f WHERE f.agent_id = :agent"
-    "   AND f.status = 'active' AND f.embedding IS NOT NULL"
-    "   ORDER BY f.embedding <=> e.embedding LIMIT :k) AS n"
+    "SELECT e.id AS episode_id, e.ended_at, n.id AS fact_id"  # noqa: S608 - constants only
+    f" FROM episodes e CROSS JOIN LATERAL ({_NEAREST_FACTS}) AS n"
     " WHERE e.agent_id = :agent AND e.id = ANY(:ids)"
     " AND n.distance <= :max_distance AND n.last_evidence_at < e.ended_at"
     " AND NOT (e.id = ANY(n.derived_from))"
-)  # fmt: skip
-assert _SEARCHABLE_F in _EVIDENCE_SQL
+)
 _EVIDENCE = text(_EVIDENCE_SQL)
 
 

@@ -27,6 +27,7 @@ from memory_kernel.models.consolidation import (
     ConsolidationReport,
 )
 from memory_kernel.runtime import Runtime
+from memory_kernel.storage.indexer import index_staged
 from memory_kernel.storage.partitions import rebalance
 from memory_kernel.validation import check_agent_id
 
@@ -82,6 +83,8 @@ class Consolidator:
         results = await asyncio.gather(*(one(check_agent_id(a)) for a in agent_ids))
         if not dry_run:
             await rebalance(self._rt.db, self._rt.clock.now())
+            # Whatever the index worker has not reached yet (or all, if it is off).
+            await index_staged(self._rt.db, batch=self._rt.config.storage.index_batch)
         return ConsolidationReport(
             dry_run=dry_run,
             started_at=started,

@@ -12,7 +12,7 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -76,6 +76,9 @@ class Database:
         # asks next, not to the longest waiter): with 100 busy agents some waited out the
         # 30 s pool timeout while the median turn took 0.7 s (benchmarks/load.py).
         self._gate = asyncio.Semaphore(config.pool_size + config.max_overflow)
+        # (table, agent) pairs that may have new staged rows, for the index worker.
+        self._staged: set[tuple[str, str]] = set()
+        self._staged_event = asyncio.Event()
 
     @classmethod
     async def open(
@@ -141,6 +144,26 @@ class Database:
         """One unit of work: commits on success, rolls back on any exception."""
         async with self._lease() as conn, conn.begin():
             yield conn
+
+    def note_staged(self, table: str, agent_ids: Iterable[str]) -> None:
+        """Tell the index worker that ``agent_ids`` may have new staged rows in ``table``."""
+        self._staged.update((table, a) for a in agent_ids)
+        self._staged_event.set()
+
+    def take_staged(self) -> set[tuple[str, str]]:
+        """The pairs noted since the last call (and forget them)."""
+        taken, self._staged = self._staged, set()
+        self._staged_event.clear()
+        return taken
+
+    async def wait_staged(self, timeout_s: float) -> bool:
+        """Wait until something is noted; ``False`` when ``timeout_s`` passed first."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._staged_event.wait()
+        except TimeoutError:
+            return False
+        return True
 
     @asynccontextmanager
     async def lean_transaction(self, opening: Sequence[str] = ()) -> AsyncIterator[AsyncConnection]:

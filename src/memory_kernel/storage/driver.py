@@ -111,10 +111,12 @@ async def fetch(
 async def simple(conn: AsyncConnection, sql: str) -> None:
     """Run constant ``sql`` (possibly several statements, no parameters) in the simple
     protocol: one round trip whatever the number of statements."""
-    dispatch = conn.sync_engine.dispatch
+    sync, dispatch = conn.sync_connection, conn.sync_engine.dispatch
     if dispatch.before_cursor_execute:
-        dispatch.before_cursor_execute(conn.sync_connection, None, sql, (), None, False)
+        dispatch.before_cursor_execute(sync, None, sql, (), None, False)
     await (await driver(conn)).execute(sql)
+    if dispatch.after_cursor_execute:
+        dispatch.after_cursor_execute(sync, None, sql, (), None, False)
 
 
 async def execute(conn: AsyncConnection, sql: str) -> None:

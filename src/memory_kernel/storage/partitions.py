@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.config import StorageConfig
 from memory_kernel.storage.database import Database
-from memory_kernel.storage.search import SEARCHABLE
+from memory_kernel.storage.search import hnsw_predicate
 from memory_kernel.storage.tables import PARTITIONED_TABLES, agent_partitions, metadata
 
 __all__ = ["Promotion", "agents_to_promote", "partition_name", "promote_agent", "rebalance"]
@@ -78,7 +78,10 @@ async def promote_agent(
     if exists is not None:
         return None
     name = partition_name(table, agent_id)
-    columns = ", ".join(f'"{c.name}"' for c in metadata.tables[table].c if c.computed is None)
+    names = [c.name for c in metadata.tables[table].c if c.computed is None]
+    columns = ", ".join(f'"{n}"' for n in names)
+    # Moved rows go into the HNSW index built below, staged ones included (one bulk build).
+    moved_values = ", ".join("true" if n == "indexed" else f'"{n}"' for n in names)
     # Identifiers come from fixed table names and a hex digest; the agent id is quoted by
     # Postgres itself (format %L) because DDL cannot take bound parameters.
     await conn.execute(
@@ -102,7 +105,7 @@ async def promote_agent(
     moved = await conn.execute(
         text(
             f"WITH gone AS (DELETE FROM {table}_default WHERE agent_id = :agent"  # noqa: S608
-            f" RETURNING {columns}) INSERT INTO {name} ({columns}) SELECT {columns} FROM gone"
+            f" RETURNING {columns}) INSERT INTO {name} ({columns}) SELECT {moved_values} FROM gone"
         ),
         {"agent": agent_id},
     )
@@ -113,7 +116,7 @@ async def promote_agent(
         text(
             f"CREATE INDEX {name}_hnsw ON {name} USING hnsw (embedding vector_cosine_ops)"
             f" WITH (m = {config.hnsw_m:d}, ef_construction = {config.hnsw_ef_construction:d})"
-            f" WHERE {SEARCHABLE[table]}"
+            f" WHERE {hnsw_predicate(table)}"
         )
     )
     # Fresh tables have no statistics; without them the planner ignores the new index.

@@ -37,7 +37,7 @@ from memory_kernel.errors import ConfigError
 from memory_kernel.protocols import Embedder
 from memory_kernel.storage.database import Database
 from memory_kernel.storage.partitions import _execute_formatted
-from memory_kernel.storage.search import SEARCHABLE
+from memory_kernel.storage.search import hnsw_predicate
 from memory_kernel.storage.tables import PARTITIONED_TABLES, agent_partitions, kernel_meta
 
 __all__ = ["ReembedReport", "abort", "fill", "prepare", "reembed", "remaining", "switch"]
@@ -250,7 +250,7 @@ async def _rebuild_indexes(conn: AsyncConnection, db: Database) -> None:
             conn,
             "CREATE INDEX %I ON %I USING hnsw (embedding vector_cosine_ops)"
             f" WITH (m = {cfg.hnsw_m:d}, ef_construction = {cfg.hnsw_ef_construction:d})"
-            f" WHERE {SEARCHABLE[table]}",
+            f" WHERE {hnsw_predicate(table)}",
             f"{partition}_hnsw",
             partition,
         )

@@ -8,6 +8,11 @@ or an HNSW index that holds only this agent's searchable rows. Both return ``k``
 ``k`` exist. The ``searchable`` predicate is written literally (not as a bound parameter) so
 the planner can prove it implies the partial index's predicate.
 
+Facts and episodes are searched in two *tiers* (:func:`tiers`): rows already in the HNSW
+index, and rows written since, staged outside it until the indexer moves them in; each
+tier gives its own top ``k`` and the two are merged. A write thus never waits for an HNSW
+insert, and the search stays complete.
+
 Why two execution paths: the database answers a warm per-agent search in about a millisecond,
 and SQLAlchemy's statement machinery (building, caching, binding the vector as text,
 processing rows) cost as much again per call (benchmarks/search.py). The common shapes —
@@ -24,21 +29,104 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import BinaryExpression, BindParameter, Column, ColumnElement, Table, select
+from sqlalchemy import (
+    BinaryExpression,
+    BindParameter,
+    Column,
+    ColumnElement,
+    Select,
+    Table,
+    select,
+    union_all,
+)
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import operators
 
 from memory_kernel.storage.driver import AnyRow, DriverRow, run
 
-__all__ = ["SEARCHABLE", "AnyRow", "nearest"]
+__all__ = [
+    "SEARCHABLE",
+    "STAGED_TABLES",
+    "AnyRow",
+    "hnsw_predicate",
+    "knn_select",
+    "knn_sql",
+    "nearest",
+    "tiers",
+]
 
-#: Which rows take part in vector search, per table — also the predicate of the HNSW indexes.
+#: Which rows take part in vector search, per table.
 SEARCHABLE: dict[str, str] = {
     "facts": "status = 'active' AND embedding IS NOT NULL",
     "episodes": "admission = 'active' AND embedding IS NOT NULL",
     "decisions": "active AND embedding IS NOT NULL",
 }
+
+#: Tables whose new rows are *staged*: written with ``indexed = false``, outside the agent
+#: partition's HNSW index, and searched exactly until the indexer (``storage.indexer``)
+#: moves them in. An HNSW insert costs ~5-10 ms of database time at m = 16; staging takes
+#: it off ``learn`` and episode ``end`` (the staged rows of an agent are few and a partial
+#: btree finds them). Decisions are few and written rarely: indexed at once.
+STAGED_TABLES = ("facts", "episodes")
+
+
+def tiers(table: str) -> tuple[str, ...]:
+    """The predicates of ``table``'s search tiers, which together are exactly its
+    searchable rows: the HNSW-indexed rows first, then the staged ones."""
+    searchable = SEARCHABLE[table]
+    if table not in STAGED_TABLES:
+        return (searchable,)
+    return (f"{searchable} AND indexed", f"{searchable} AND NOT indexed")
+
+
+def hnsw_predicate(table: str) -> str:
+    """The predicate of an agent partition's HNSW index: the first tier."""
+    return tiers(table)[0]
+
+
+def knn_sql(table: str, *, select: str, vector: str, agent: str, k: str, where: str = "") -> str:
+    """A complete per-agent kNN over every tier of ``table`` as one query (usable inside a
+    LATERAL): each tier's own top ``k`` — by the HNSW index, or exactly over the staged
+    rows — merged by ``distance``. The arguments are SQL fragments: the selected columns,
+    the query vector, the agent and ``k`` (placeholders or outer columns) and extra
+    ``AND`` conditions; each tier's predicate is literal so the planner can prove the
+    partial indexes apply."""
+    # Fragments come from the kernel's own code (constants, $n placeholders), never values.
+    parts = [
+        f"(SELECT {select}, embedding <=> {vector} AS distance FROM {table}"  # noqa: S608
+        f" WHERE agent_id = {agent} AND {tier}{where}"
+        f" ORDER BY embedding <=> {vector} LIMIT {k})"
+        for tier in tiers(table)
+    ]
+    if len(parts) == 1:
+        return parts[0][1:-1]
+    merged = " UNION ALL ".join(parts)
+    return f"SELECT * FROM ({merged}) AS tiers ORDER BY distance LIMIT {k}"  # noqa: S608
+
+
+def knn_select(
+    table: Table,
+    columns: Sequence[Any],
+    where: Sequence[ColumnElement[bool]],
+    vector: Any,
+    k: Any,
+) -> Select[Any]:
+    """:func:`knn_sql` as a SQLAlchemy statement (``vector``/``k`` values or bind
+    parameters; ``where`` includes the agent condition)."""
+    distance = table.c.embedding.cosine_distance(vector).label("distance")
+    branches = [
+        select(*columns, distance)
+        .where(*where, sql_text(tier))
+        .order_by(table.c.embedding.cosine_distance(vector))
+        .limit(k)
+        for tier in tiers(table.name)
+    ]
+    if len(branches) == 1:
+        return branches[0]
+    merged = union_all(*branches).subquery("tiers")
+    return select(merged).order_by(merged.c.distance).limit(k)
+
 
 # Comparison operators the driver path renders itself; any other filter takes SQLAlchemy's.
 _OPERATORS: dict[Any, str] = {
@@ -78,15 +166,11 @@ async def nearest(
         records = await run(conn, sql, agent_id, vec, k, *values)
         # Row-compatible for every caller (attribute access, ``_mapping``).
         return cast(Sequence[AnyRow], [DriverRow(r) for r in records])
-    distance = table.c.embedding.cosine_distance(vector).label("distance")
-    stmt = (
-        select(*columns, distance)
-        .where(table.c.agent_id == agent_id, sql_text(SEARCHABLE[table.name]), *where)
-        .order_by(distance)
-        .limit(k)
-    )
-    result = await conn.execute(stmt)
-    return result.all()
+    where = [table.c.agent_id == agent_id, *where]
+    rows: Sequence[AnyRow] = (
+        await conn.execute(knn_select(table, columns, where, vector, k))
+    ).all()
+    return rows
 
 
 def _plain(
@@ -122,7 +206,4 @@ def _driver_sql(table: str, names: tuple[str, ...], filters: tuple[tuple[str, st
     """
     selected = ", ".join(f'"{name}"' for name in names)
     extra = "".join(f' AND "{name}" {op} ${i}' for i, (name, op) in enumerate(filters, 4))
-    return (
-        f"SELECT {selected}, embedding <=> $2 AS distance FROM {table}"  # noqa: S608
-        f" WHERE agent_id = $1 AND {SEARCHABLE[table]}{extra} ORDER BY distance LIMIT $3"
-    )
+    return knn_sql(table, select=selected, vector="$2", agent="$1", k="$3", where=extra)

@@ -90,6 +90,8 @@ facts = Table(
     Column("status", Text, nullable=False),
     Column("explicit", Boolean, nullable=False, server_default=text("false")),
     Column("embedding", Vector()),
+    # False until the row is in its agent partition's HNSW index (storage.search.tiers).
+    Column("indexed", Boolean, nullable=False, server_default=text("false")),
     Column("superseded_by", UUID(as_uuid=True)),
     Column("merged_into", UUID(as_uuid=True)),
     Column("contradicts", ARRAY(UUID(as_uuid=True)), nullable=False, server_default="{}"),
@@ -123,6 +125,8 @@ episodes = Table(
     Column("artifacts", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
     Column("usage_count", Integer, nullable=False, server_default=text("0")),
     Column("embedding", Vector()),
+    # False until the row is in its agent partition's HNSW index (storage.search.tiers).
+    Column("indexed", Boolean, nullable=False, server_default=text("false")),
     Column("started_at", DateTime(timezone=True), nullable=False),
     Column("ended_at", DateTime(timezone=True)),
     Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),

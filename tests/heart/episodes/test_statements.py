@@ -5,13 +5,12 @@ agent's own HNSW partition."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select, text
+from sqlalchemy import func, select, text
 
 from memory_kernel import MemoryKernel
 from memory_kernel.heart.episodes import repository as repo
@@ -27,6 +26,7 @@ from memory_kernel.storage.tables import episodes, memory_events
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.conftest import schema_config
 from tests.heart.episodes.conftest import TASK, admission_event, events_of, run
+from tests.statements import count_statements
 
 STATUS = "Show me your current status"
 
@@ -35,20 +35,7 @@ def _ep(summary: str, session: str = "s1") -> EpisodeInput:
     return EpisodeInput(agent_id="a1", session_id=session, summary=summary)
 
 
-@contextmanager
-def statements(kernel: MemoryKernel) -> Iterator[list[str]]:
-    """The SQL statements sent while the block runs (BEGIN/COMMIT are not statements)."""
-    sent: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
-        sent.append(sql)
-
-    engine = kernel.database.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield sent
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
+statements = count_statements
 
 
 async def _count(kernel: MemoryKernel) -> int:

@@ -28,7 +28,6 @@ from sqlalchemy import (
     func,
     literal,
     select,
-    text,
     true,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -38,7 +37,7 @@ from memory_kernel.heart.episodes.vectors import Vector
 from memory_kernel.judges.base import AdmissionCandidate
 from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus
 from memory_kernel.models.episodes import Episode
-from memory_kernel.storage.search import SEARCHABLE, AnyRow, nearest
+from memory_kernel.storage.search import AnyRow, knn_select, nearest
 from memory_kernel.storage.tables import episodes
 from memory_kernel.storage.vector import Vector as VectorType
 
@@ -155,7 +154,6 @@ def _build_lock_and_recent() -> Select[Any]:
 
 _LOCK_AND_RECENT = _build_lock_and_recent()
 
-_DISTANCE = _c.embedding.cosine_distance(_VECTOR).label("distance")
 #: What a candidate needs: the judge's view, plus its group head for a MERGE.
 _CANDIDATE_COLUMNS = (
     _c.id,
@@ -166,18 +164,18 @@ _CANDIDATE_COLUMNS = (
     _c.ended_at,
     _c.canonical_id,
 )
-# storage.search.nearest, prebuilt: the literal SEARCHABLE predicate lets the planner use
-# the agent partition's partial HNSW index.
-_CANDIDATES: Select[Any] = (
-    select(*_CANDIDATE_COLUMNS, _DISTANCE)
-    .where(
+# storage.search.nearest, prebuilt: both search tiers, each with its literal predicate so
+# the planner uses the agent partition's HNSW index (and the staged rows' btree).
+_CANDIDATES: Select[Any] = knn_select(
+    episodes,
+    _CANDIDATE_COLUMNS,
+    [
         _c.agent_id == _AGENT,
-        text(SEARCHABLE["episodes"]),
         _c.status == EpisodeStatus.COMPLETED.value,
         _c.id != bindparam("exclude", type_=_c.id.type),
-    )
-    .order_by(_DISTANCE)
-    .limit(bindparam("k", type_=Integer))
+    ],
+    _VECTOR,
+    bindparam("k", type_=Integer),
 )
 
 _TARGETS = (

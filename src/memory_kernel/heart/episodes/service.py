@@ -221,7 +221,10 @@ class EpisodeService:
             references=references,
             artifacts=artifacts,
         )
-        return await self._admission.end(episode_id, args)
+        ended = await self._admission.end(episode_id, args)
+        # An admitted episode of a promoted agent waits, staged, for the index worker.
+        self._rt.db.note_staged("episodes", [agent_id])
+        return ended
 
     # -- search --------------------------------------------------------------------------
 

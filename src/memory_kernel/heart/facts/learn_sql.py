@@ -34,7 +34,7 @@ from memory_kernel.heart.facts.repository import to_fact, vector_literal
 from memory_kernel.models.facts import Fact
 from memory_kernel.storage import driver
 from memory_kernel.storage.events import Event
-from memory_kernel.storage.search import AnyRow
+from memory_kernel.storage.search import AnyRow, knn_sql
 
 __all__ = ["Candidates", "RowChange", "read_candidates", "write_agent"]
 
@@ -43,19 +43,19 @@ Vector = npt.NDArray[np.float32]
 # -- the read -----------------------------------------------------------------------------
 
 # The vectors are parsed once in a materialised CTE: a cast inside the lateral ORDER BY would
-# re-parse the text form for every row compared. The searchable predicate is literal so the
-# planner can prove the partial HNSW index applies.
+# re-parse the text form for every row compared. Each vector's kNN covers both search tiers
+# (HNSW-indexed and staged facts, storage.search.knn_sql).
+_NEAREST = knn_sql(
+    "facts", select="id, content, subject_key, valid_from", vector="q.v", agent=":agent_id",
+    k=":k",
+)  # fmt: skip
 _KNN = (
-    "WITH q AS MATERIALIZED ("
+    "WITH q AS MATERIALIZED ("  # noqa: S608 - _NEAREST is built from constants only
     " SELECT ord, CAST(v AS vector) AS v"
     " FROM unnest(CAST(:vectors AS text[])) WITH ORDINALITY AS t(v, ord))"
     " SELECT q.ord AS ord, n.id, n.content, n.subject_key, n.valid_from, n.distance,"
     " CAST(NULL AS vector) AS embedding"
-    " FROM q CROSS JOIN LATERAL ("
-    " SELECT f.id, f.content, f.subject_key, f.valid_from, f.embedding <=> q.v AS distance"
-    " FROM facts f"
-    " WHERE f.agent_id = :agent_id AND f.status = 'active' AND f.embedding IS NOT NULL"
-    " ORDER BY f.embedding <=> q.v LIMIT :k) AS n"
+    f" FROM q CROSS JOIN LATERAL ({_NEAREST}) AS n"
 )
 # Same-subject facts come with their vectors: the policy compares them in memory.
 _SUBJECT = (

@@ -62,6 +62,8 @@ class FactService:
         async with self._rt.db.lean_transaction(opening) as conn:
             for prepared in chunks:
                 outcomes += await self._write(conn, prepared, restore=False, locked=True)
+        # New facts of promoted agents wait, staged, for the index worker.
+        self._rt.db.note_staged("facts", {f.agent_id for f in batch})
         return outcomes
 
     async def learn_in(self, conn: AsyncConnection, fact: FactInput) -> LearnOutcome:
@@ -71,7 +73,11 @@ class FactService:
     async def learn_many_in(
         self, conn: AsyncConnection, batch: Sequence[FactInput]
     ) -> list[LearnOutcome]:
-        return await self._write(conn, await self._prepare(batch), restore=True)
+        outcomes = await self._write(conn, await self._prepare(batch), restore=True)
+        # Noted before the caller commits: a round that finds nothing yet leaves them to
+        # the worker's next sweep.
+        self._rt.db.note_staged("facts", {f.agent_id for f in batch})
+        return outcomes
 
     async def _write(
         self,
