@@ -122,8 +122,11 @@ class _Meter:
         conn.info["mk_bench_t0"] = time.perf_counter()
 
     def _after(self, conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        started = conn.info.pop("mk_bench_t0", None)
+        if started is None:  # began before the meter was attached (the index worker)
+            return
         name = _statement_name(statement)
-        self.statements[name].append((time.perf_counter() - conn.info["mk_bench_t0"]) * 1000)
+        self.statements[name].append((time.perf_counter() - started) * 1000)
 
     def server_cpu_ms(self) -> float | None:
         if self._server is None:
@@ -205,7 +208,7 @@ async def _run(size: int, learns: int, batch: int, dsn: str | None) -> dict[str,
                     t0 = time.perf_counter()
                     await svc.learn(f)
                     latencies.append((time.perf_counter() - t0) * 1000)
-            statements = {k: statistics.median(v) for k, v in meter.statements.items()}
+            statements = {k: statistics.median(v) for k, v in meter.statements.items() if v}
             load = os.getloadavg()[0]
             many = _facts(agent, batch, rng)
             with meter.window() as many_cpu:

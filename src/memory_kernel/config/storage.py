@@ -106,6 +106,15 @@ class StorageConfig(Frozen):
             "(5-10 ms), and a learn touching one of them waits for at most one batch."
         ),
     )
+    index_idle_s: float = Field(
+        default=0.25,
+        ge=0,
+        description=(
+            "The index worker waits until this process has written nothing for this long "
+            "before indexing what it wrote: the HNSW inserts then run between turns, not "
+            "during them (at the latest after index_poll_s)."
+        ),
+    )
     index_poll_s: float = Field(
         default=30.0,
         gt=0,

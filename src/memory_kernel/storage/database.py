@@ -79,6 +79,7 @@ class Database:
         # (table, agent) pairs that may have new staged rows, for the index worker.
         self._staged: set[tuple[str, str]] = set()
         self._staged_event = asyncio.Event()
+        self._staged_notes = 0  # notes ever taken: lets the worker see a write burst go on
 
     @classmethod
     async def open(
@@ -148,6 +149,7 @@ class Database:
     def note_staged(self, table: str, agent_ids: Iterable[str]) -> None:
         """Tell the index worker that ``agent_ids`` may have new staged rows in ``table``."""
         self._staged.update((table, a) for a in agent_ids)
+        self._staged_notes += 1
         self._staged_event.set()
 
     def take_staged(self) -> set[tuple[str, str]]:
@@ -164,6 +166,16 @@ class Database:
         except TimeoutError:
             return False
         return True
+
+    async def wait_writes_pause(self, idle_s: float, at_most_s: float) -> None:
+        """Return once no write was noted for ``idle_s`` (or after ``at_most_s``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + at_most_s
+        while (left := deadline - loop.time()) > 0:
+            seen = self._staged_notes
+            await asyncio.sleep(min(idle_s, left))
+            if self._staged_notes == seen:
+                return
 
     @asynccontextmanager
     async def lean_transaction(self, opening: Sequence[str] = ()) -> AsyncIterator[AsyncConnection]:

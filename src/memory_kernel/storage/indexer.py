@@ -75,9 +75,11 @@ async def index_staged(
 
 class IndexWorker(PollingWorker):
     """Indexes staged rows in the background until :meth:`stop`: the agents the write
-    paths noted (``Database.note_staged``) as soon as they are noted, and every promoted
-    agent every ``StorageConfig.index_poll_s`` (rows other processes staged, notes whose
-    transaction had not committed yet)."""
+    paths noted (``Database.note_staged``) once their writes pause for
+    ``StorageConfig.index_idle_s`` (so the HNSW inserts use the time an agent waits for its
+    model, not the time of a turn; at the latest after ``index_poll_s``), and every promoted
+    agent every ``index_poll_s`` (rows other processes staged, notes whose transaction had
+    not committed yet)."""
 
     name = "memory-kernel-index-worker"
 
@@ -106,5 +108,8 @@ class IndexWorker(PollingWorker):
                 if only is not None:
                     only |= self._db.take_staged()
                 continue
-            noted = await self._db.wait_staged(self._db.config.index_poll_s)
+            cfg = self._db.config
+            noted = await self._db.wait_staged(cfg.index_poll_s)
+            if noted:  # let the burst finish: HNSW inserts then use the pause, not the turn
+                await self._db.wait_writes_pause(cfg.index_idle_s, cfg.index_poll_s)
             only = self._db.take_staged() if noted else None
