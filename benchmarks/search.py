@@ -49,7 +49,7 @@ from memory_kernel import MemoryKernel, MemoryKernelConfig
 from memory_kernel.config import StorageConfig
 from memory_kernel.storage.embedded import EmbeddedServer
 from memory_kernel.storage.partitions import rebalance
-from memory_kernel.storage.search import SEARCHABLE, nearest
+from memory_kernel.storage.search import knn_sql, nearest
 from memory_kernel.storage.tables import facts
 from memory_kernel.storage.url import normalise_dsn
 from memory_kernel.testing import FakeEmbedder
@@ -60,10 +60,8 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 Matrix = npt.NDArray[np.float32]
 Query = tuple[str, Matrix, set[uuid.UUID]]  # agent, vector, exact top-k ids
 console = Console(width=120)
-_SQL = (  # the library's query, from constants only
-    "SELECT id, embedding <=> $2 AS distance FROM facts WHERE agent_id = $1 AND "  # noqa: S608
-    f"{SEARCHABLE['facts']} ORDER BY distance LIMIT {K}"
-)
+# The library's query (both search tiers), exactly as nearest() sends it for plain columns.
+_SQL = knn_sql("facts", select='"id"', vector="$2", agent="$1", k=str(K))
 
 
 @dataclass

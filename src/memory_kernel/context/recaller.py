@@ -122,10 +122,12 @@ class Recaller:
         missing = [w for w in words if w not in known]
         if rows is None or missing:
             fresh = await retrieval.term_stats(
-                conn, source, agent_id=agent_id, words=missing, min_confidence=min_confidence
-            )
-            rows = fresh.rows
-            self._cache_put((*scope, None), rows, now)
+                conn, source, agent_id=agent_id, words=missing, min_confidence=min_confidence,
+                count_rows=rows is None,
+            )  # fmt: skip
+            if rows is None:  # N moves slowly and costs a scan of the agent's rows: once a TTL
+                rows = fresh.rows
+                self._cache_put((*scope, None), rows, now)
             for word, value in fresh.terms.items():
                 self._cache_put((*scope, word), value, now)
             known.update(fresh.terms)

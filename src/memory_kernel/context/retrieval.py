@@ -250,13 +250,17 @@ async def term_stats(
     agent_id: str,
     words: Sequence[str],
     min_confidence: float,
+    count_rows: bool = True,
 ) -> TermStats:
     """N and each word's document frequency in one statement (uncorrelated subqueries:
-    one InitPlan each, GIN index scans for the words)."""
+    one InitPlan each, GIN index scans for the words). N scans all the agent's visible rows
+    (20-30 ms at 20k facts): ``count_rows=False`` leaves it out (``rows`` is then -1) for a
+    caller that knows it already."""
     spec = _SPECS[source]
     table = spec.table
     visible = [table.c.agent_id == agent_id, *spec.visible(), *spec.where(min_confidence)]
-    columns: list[Any] = [select(func.count()).select_from(table).where(*visible).scalar_subquery()]
+    count = select(func.count()).select_from(table).where(*visible).scalar_subquery()
+    columns: list[Any] = [count if count_rows else literal(-1)]
     for word in words:
         tsq = func.plainto_tsquery(_ENGLISH, literal(word, Text))
         df = (

@@ -81,6 +81,9 @@ def upgrade() -> None:
             postgresql_where=sa.text(f"{searchable} AND NOT indexed"),
         )
         _rebuild_hnsw(table, f"{searchable} AND indexed")
+        # Statistics for the new column: without them the planner guesses half the rows are
+        # staged and plans the staged tier for thousands of rows instead of a few.
+        op.execute(sa.text(f"ANALYZE {table} (indexed)"))
 
 
 def downgrade() -> None:
