@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from memory_kernel import MemoryKernel
 from memory_kernel.context.recall import (
     Candidate,
     ScoreWeights,
@@ -20,7 +21,9 @@ from memory_kernel.context.recall import (
     relevance_score,
     rrf,
 )
+from memory_kernel.context.retrieval import TermStats, candidates, term_stats, weigh
 from memory_kernel.models.context import MemorySource
+from memory_kernel.storage.tables import facts
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -171,3 +174,44 @@ def test_items_without_vectors_are_their_own_cluster() -> None:
     v = np.ones(4, dtype=np.float32)
     assert diversity_sample(["a", "b", "c"], [v, None, v], threshold=0.8) == ["a", "b"]
     assert diversity_sample(["z"], [np.zeros(4, dtype=np.float32)]) == ["z"]
+
+
+def test_a_word_in_most_of_many_rows_is_too_common_to_select_candidates() -> None:
+    stats = TermStats(rows=5000, terms={"alice": ("'alic'", 3000), "zebra": ("'zebra'", 3)})
+    common, rare = weigh(stats, ["alice", "zebra"])
+    assert (common.rows, rare.rows) == (3000, 3)
+    assert common.too_common and not rare.too_common
+    assert rare.weight > common.weight > 0
+    # In a small store every word selects: a name in half of 400 memories still matters.
+    small = weigh(TermStats(rows=400, terms={"alice": ("'alic'", 200)}), ["alice"])
+    assert not small[0].too_common
+
+
+async def test_text_side_skips_too_common_words(kernel: MemoryKernel) -> None:
+    """Over a thousand facts share the word "project": selecting candidates by it would
+    score them all. The text side selects by the rare word only, and finds its fact."""
+    rows = [
+        {
+            "agent_id": "big", "id": uuid.uuid4(), "content": f"project note {i} about item{i}",
+            "confidence": 0.8, "status": "active", "embedding": None,
+            "last_evidence_at": NOW, "valid_from": NOW, "created_at": NOW, "updated_at": NOW,
+        }
+        for i in range(1200)
+    ]  # fmt: skip
+    async with kernel.database.transaction() as conn:
+        await conn.execute(facts.insert(), rows)
+    async with kernel.database.connection() as conn:
+        words = ["project", "item77"]
+        stats = await term_stats(conn, MemorySource.FACT, agent_id="big", words=words,
+                                 min_confidence=0.5)  # fmt: skip
+        terms = weigh(stats, words)
+        assert [t.too_common for t in terms] == [True, False]
+        found = await candidates(conn, MemorySource.FACT, agent_id="big", query="project item77",
+                                 vector=None, k=5, min_confidence=0.5, terms=terms)  # fmt: skip
+        assert [c.text for c in found] == ["project note 77 about item77"]
+        only_common = weigh(stats, ["project"])
+        none = await candidates(
+            conn, MemorySource.FACT, agent_id="big", query="project", vector=None, k=5,
+            min_confidence=0.5, terms=only_common,
+        )  # fmt: skip
+        assert none == []

@@ -21,7 +21,8 @@ tests that kill the server before the Nth statement see these paths like any oth
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, cast
 
@@ -86,15 +87,22 @@ async def driver(conn: AsyncConnection) -> Any:
     return raw
 
 
-async def run(conn: AsyncConnection, sql: str, *args: Any) -> list[Any]:
-    """Run ``sql`` (``$n`` placeholders) on the driver; the driver's records."""
-    sync, raw = conn.sync_connection, await driver(conn)
-    dispatch = conn.sync_engine.dispatch
+@contextmanager
+def _announced(conn: AsyncConnection, sql: str, args: tuple[Any, ...]) -> Iterator[None]:
+    """Fire the engine's before/after cursor events around a driver statement."""
+    sync, dispatch = conn.sync_connection, conn.sync_engine.dispatch
     if dispatch.before_cursor_execute:
         dispatch.before_cursor_execute(sync, None, sql, args, None, False)
-    records: list[Any] = await raw.fetch(sql, *args)
+    yield
     if dispatch.after_cursor_execute:
         dispatch.after_cursor_execute(sync, None, sql, args, None, False)
+
+
+async def run(conn: AsyncConnection, sql: str, *args: Any) -> list[Any]:
+    """Run ``sql`` (``$n`` placeholders) on the driver; the driver's records."""
+    raw = await driver(conn)
+    with _announced(conn, sql, args):
+        records: list[Any] = await raw.fetch(sql, *args)
     return records
 
 
@@ -111,12 +119,9 @@ async def fetch(
 async def simple(conn: AsyncConnection, sql: str) -> None:
     """Run constant ``sql`` (possibly several statements, no parameters) in the simple
     protocol: one round trip whatever the number of statements."""
-    sync, dispatch = conn.sync_connection, conn.sync_engine.dispatch
-    if dispatch.before_cursor_execute:
-        dispatch.before_cursor_execute(sync, None, sql, (), None, False)
-    await (await driver(conn)).execute(sql)
-    if dispatch.after_cursor_execute:
-        dispatch.after_cursor_execute(sync, None, sql, (), None, False)
+    raw = await driver(conn)
+    with _announced(conn, sql, ()):
+        await raw.execute(sql)
 
 
 async def execute(conn: AsyncConnection, sql: str) -> None:
