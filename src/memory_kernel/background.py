@@ -1,8 +1,7 @@
 """A kernel-owned background task that polls: started by ``open``, stopped by ``close``.
 
 The embedding worker (pending facts) and the index worker (staged rows) share this life
-cycle: one asyncio task, a ``wake`` to poll at once, a ``stop`` that cancels and waits, so
-``close()`` never leaks a task.
+cycle: one asyncio task, a ``stop`` that cancels and waits, so ``close()`` never leaks a task.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ class PollingWorker(ABC):
 
     def __init__(self) -> None:
         self._task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
 
     @property
     def running(self) -> bool:
@@ -32,10 +30,6 @@ class PollingWorker(ABC):
         if self.running:
             return
         self._task = asyncio.get_running_loop().create_task(self._loop(), name=self.name)
-
-    def wake(self) -> None:
-        """Poll now instead of at the next interval."""
-        self._wake.set()
 
     async def stop(self) -> None:
         """Cancel the task and wait for it; safe to call twice or before ``start``."""
@@ -48,9 +42,3 @@ class PollingWorker(ABC):
 
     @abstractmethod
     async def _loop(self) -> None: ...
-
-    async def _sleep(self, seconds: float) -> None:
-        self._wake.clear()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await self._wake.wait()

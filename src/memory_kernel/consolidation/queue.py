@@ -10,6 +10,8 @@ rolls its transaction back, so the facts simply stay pending.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from datetime import timedelta
 
@@ -36,12 +38,17 @@ class EmbeddingWorker(PollingWorker):
 
     def __init__(self, runtime: Runtime, facts_service: FactService) -> None:
         super().__init__()
+        self._wake = asyncio.Event()
         self._rt = runtime
         self._facts = facts_service
         #: Facts settled since start (embedded, merged or superseded).
         self.settled = 0
         #: Consecutive embedder failures (0 when healthy).
         self.failures = 0
+
+    def wake(self) -> None:
+        """Poll now instead of at the next interval (e.g. after a burst of deferred facts)."""
+        self._wake.set()
 
     async def run_once(self) -> int:
         """One round: settle the pending facts of agents that have waited long enough.
@@ -86,3 +93,9 @@ class EmbeddingWorker(PollingWorker):
             if settled:
                 continue  # more may be waiting: drain before sleeping
             await self._sleep(delay)
+
+    async def _sleep(self, seconds: float) -> None:
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._wake.wait()

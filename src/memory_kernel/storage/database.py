@@ -7,12 +7,11 @@ work opens ``Database.transaction()``, which commits everything or nothing (inva
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,6 +36,7 @@ from memory_kernel.errors import (
 from memory_kernel.storage import driver, migrate
 from memory_kernel.storage.embedded import EmbeddedServer
 from memory_kernel.storage.errors import map_db_error, translate_db_errors
+from memory_kernel.storage.staging import StagedNotes
 from memory_kernel.storage.tables import PARTITIONED_TABLES, kernel_meta
 from memory_kernel.storage.url import normalise_dsn
 
@@ -76,10 +76,8 @@ class Database:
         # asks next, not to the longest waiter): with 100 busy agents some waited out the
         # 30 s pool timeout while the median turn took 0.7 s (benchmarks/load.py).
         self._gate = asyncio.Semaphore(config.pool_size + config.max_overflow)
-        # (table, agent) pairs that may have new staged rows, for the index worker.
-        self._staged: set[tuple[str, str]] = set()
-        self._staged_event = asyncio.Event()
-        self._staged_notes = 0  # notes ever taken: lets the worker see a write burst go on
+        #: Agents that may have new staged rows, for the index worker.
+        self.staged = StagedNotes()
 
     @classmethod
     async def open(
@@ -146,37 +144,6 @@ class Database:
         async with self._lease() as conn, conn.begin():
             yield conn
 
-    def note_staged(self, table: str, agent_ids: Iterable[str]) -> None:
-        """Tell the index worker that ``agent_ids`` may have new staged rows in ``table``."""
-        self._staged.update((table, a) for a in agent_ids)
-        self._staged_notes += 1
-        self._staged_event.set()
-
-    def take_staged(self) -> set[tuple[str, str]]:
-        """The pairs noted since the last call (and forget them)."""
-        taken, self._staged = self._staged, set()
-        self._staged_event.clear()
-        return taken
-
-    async def wait_staged(self, timeout_s: float) -> bool:
-        """Wait until something is noted; ``False`` when ``timeout_s`` passed first."""
-        try:
-            async with asyncio.timeout(timeout_s):
-                await self._staged_event.wait()
-        except TimeoutError:
-            return False
-        return True
-
-    async def wait_writes_pause(self, idle_s: float, at_most_s: float) -> None:
-        """Return once no write was noted for ``idle_s`` (or after ``at_most_s``)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + at_most_s
-        while (left := deadline - loop.time()) > 0:
-            seen = self._staged_notes
-            await asyncio.sleep(min(idle_s, left))
-            if self._staged_notes == seen:
-                return
-
     @asynccontextmanager
     async def lean_transaction(self, opening: Sequence[str] = ()) -> AsyncIterator[AsyncConnection]:
         """:meth:`transaction` for the hot write paths: ``BEGIN`` and the ``opening``
@@ -200,7 +167,7 @@ class Database:
                     dispatch.commit(conn.sync_connection)
                 await driver.execute(conn, "COMMIT")
             except BaseException:
-                await _abandon(conn)
+                await driver.abandon(conn)
                 raise
 
     @asynccontextmanager
@@ -329,30 +296,6 @@ class Database:
             embedder_name=None if meta is None else meta.embedder_name,
             embedder_dim=None if meta is None else meta.embedder_dim,
         )
-
-
-async def _abandon(conn: AsyncConnection) -> None:
-    """Roll back; if even that fails (a broken or cancelled connection), throw the
-    connection away so the pool never hands out one stuck in a transaction."""
-    try:
-        raw = await driver.driver(conn)
-        # Always: a call cancelled mid-flight leaves the server in the transaction before
-        # the driver has read that status (``is_in_transaction`` would still say no).
-        # ROLLBACK outside a transaction is only a warning.
-        if not raw.is_closed():
-            await raw.execute("ROLLBACK")
-    except Exception:
-        await _discard(conn)  # the caller's exception is the one that matters
-    except BaseException:
-        await _discard(conn)
-        raise
-
-
-async def _discard(conn: AsyncConnection) -> None:
-    # SQLAlchemy may have invalidated it already (an interrupted statement).
-    with contextlib.suppress(Exception):
-        if not conn.invalidated:
-            await conn.invalidate()
 
 
 def _on_checkin(_dbapi_connection: Any, record: Any) -> None:

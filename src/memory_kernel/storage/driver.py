@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any, cast
 
@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 __all__ = [
     "AnyRow",
     "DriverRow",
+    "abandon",
     "driver",
     "execute",
     "fetch",
@@ -127,3 +128,27 @@ async def simple(conn: AsyncConnection, sql: str) -> None:
 async def execute(conn: AsyncConnection, sql: str) -> None:
     """Transaction control (``BEGIN``, ``COMMIT``): not a statement listeners count."""
     await (await driver(conn)).execute(sql)
+
+
+async def abandon(conn: AsyncConnection) -> None:
+    """Roll back; if even that fails (a broken or cancelled connection), throw the
+    connection away so the pool never hands out one stuck in a transaction."""
+    try:
+        raw = await driver(conn)
+        # Always: a call cancelled mid-flight leaves the server in the transaction before
+        # the driver has read that status (``is_in_transaction`` would still say no).
+        # ROLLBACK outside a transaction is only a warning.
+        if not raw.is_closed():
+            await raw.execute("ROLLBACK")
+    except Exception:
+        await _discard(conn)  # the caller's exception is the one that matters
+    except BaseException:
+        await _discard(conn)
+        raise
+
+
+async def _discard(conn: AsyncConnection) -> None:
+    # SQLAlchemy may have invalidated it already (an interrupted statement).
+    with suppress(Exception):
+        if not conn.invalidated:
+            await conn.invalidate()

@@ -75,7 +75,7 @@ async def index_staged(
 
 class IndexWorker(PollingWorker):
     """Indexes staged rows in the background until :meth:`stop`: the agents the write
-    paths noted (``Database.note_staged``) once their writes pause for
+    paths noted (``Database.staged``) once their writes pause for
     ``StorageConfig.index_idle_s`` (so the HNSW inserts use the time an agent waits for its
     model, not the time of a turn; at the latest after ``index_poll_s``), and every promoted
     agent every ``index_poll_s`` (rows other processes staged, notes whose transaction had
@@ -106,10 +106,10 @@ class IndexWorker(PollingWorker):
                 done = 0
             if done:  # more may be waiting: drain before sleeping
                 if only is not None:
-                    only |= self._db.take_staged()
+                    only |= self._db.staged.take()
                 continue
             cfg = self._db.config
-            noted = await self._db.wait_staged(cfg.index_poll_s)
+            noted = await self._db.staged.wait(cfg.index_poll_s)
             if noted:  # let the burst finish: HNSW inserts then use the pause, not the turn
-                await self._db.wait_writes_pause(cfg.index_idle_s, cfg.index_poll_s)
-            only = self._db.take_staged() if noted else None
+                await self._db.staged.wait_pause(cfg.index_idle_s, cfg.index_poll_s)
+            only = self._db.staged.take() if noted else None

@@ -223,7 +223,7 @@ class EpisodeService:
         )
         ended = await self._admission.end(episode_id, args)
         # An admitted episode of a promoted agent waits, staged, for the index worker.
-        self._rt.db.note_staged("episodes", [agent_id])
+        self._rt.db.staged.note("episodes", [agent_id])
         return ended
 
     # -- search --------------------------------------------------------------------------

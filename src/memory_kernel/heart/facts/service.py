@@ -63,7 +63,7 @@ class FactService:
             for prepared in chunks:
                 outcomes += await self._write(conn, prepared, restore=False, locked=True)
         # New facts of promoted agents wait, staged, for the index worker.
-        self._rt.db.note_staged("facts", {f.agent_id for f in batch})
+        self._rt.db.staged.note("facts", {f.agent_id for f in batch})
         return outcomes
 
     async def learn_in(self, conn: AsyncConnection, fact: FactInput) -> LearnOutcome:
@@ -76,7 +76,7 @@ class FactService:
         outcomes = await self._write(conn, await self._prepare(batch), restore=True)
         # Noted before the caller commits: a round that finds nothing yet leaves them to
         # the worker's next sweep.
-        self._rt.db.note_staged("facts", {f.agent_id for f in batch})
+        self._rt.db.staged.note("facts", {f.agent_id for f in batch})
         return outcomes
 
     async def _write(
