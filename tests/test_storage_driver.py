@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Integer, bindparam, cast, literal, select, text
+from sqlalchemy.dialects.postgresql import JSONB
 
-from memory_kernel import MemoryKernel, StorageError, ValidationError
+from memory_kernel import FactInput, MemoryKernel, StorageError, ValidationError
 from memory_kernel.storage import driver
 
 
@@ -95,3 +96,47 @@ async def test_a_rehearsal_keeps_nothing_even_from_a_lean_transaction(
         assert out.fact.status == "active"
     async with kernel.database.connection() as conn:
         assert await conn.scalar(text("SELECT count(*) FROM facts WHERE agent_id = 'dry'")) == 0
+
+
+async def test_a_driver_statement_first_in_a_callers_transaction_belongs_to_it(
+    kernel: MemoryKernel,
+) -> None:
+    # SQLAlchemy begins lazily, with its own first statement: a driver statement that comes
+    # first must still run inside the caller's transaction and go with its rollback.
+    async with kernel.database.transaction() as conn:
+        await conn.execute(text("CREATE TABLE uow_probe (x int)"))
+
+    async def insert_then_fail() -> None:
+        async with kernel.database.transaction() as conn:
+            await driver.fetch(conn, "INSERT INTO uow_probe VALUES (:x)", {"x": 1})
+            raise RuntimeError("caller failed")
+
+    with pytest.raises(RuntimeError):
+        await insert_then_fail()
+    fact = FactInput(agent_id="a1", content="The deploy window is Friday at 16:00.")
+
+    async def learn_then_fail() -> None:
+        async with kernel.database.transaction() as conn:
+            await kernel.heart.facts.learn_in(conn, fact)
+            raise RuntimeError("caller failed")
+
+    with pytest.raises(RuntimeError):
+        await learn_then_fail()
+    async with kernel.database.connection() as conn:
+        assert await conn.scalar(text("SELECT count(*) FROM uow_probe")) == 0
+        assert await conn.scalar(text("SELECT count(*) FROM facts")) == 0
+        assert await conn.scalar(text("SELECT count(*) FROM memory_events")) == 0
+
+
+async def test_core_statements_bind_like_sqlalchemy(kernel: MemoryKernel) -> None:
+    # Literals of the statement, JSONB (a dict serialised by the type's bind processor) and
+    # a required value that is missing.
+    statement = select(
+        literal(41, Integer) + bindparam("n", type_=Integer),
+        cast(bindparam("doc", type_=JSONB), JSONB)["k"].astext,
+    )
+    async with kernel.database.connection() as conn:
+        (row,) = await driver.core(conn, statement, {"n": 1, "doc": {"k": "v"}})
+        assert list(row._mapping.values()) == [42, "v"]
+        with pytest.raises(KeyError, match="'n'"):
+            await driver.core(conn, statement, {"doc": {}})

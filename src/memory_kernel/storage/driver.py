@@ -21,18 +21,22 @@ tests that kill the server before the Nth statement see these paths like any oth
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
 
-from sqlalchemy import Row, TextClause
+from sqlalchemy import BindParameter, Executable, Row, TextClause
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 __all__ = [
     "AnyRow",
     "DriverRow",
     "abandon",
+    "core",
     "driver",
     "execute",
     "fetch",
@@ -82,8 +86,16 @@ def positional(sql: str) -> tuple[str, tuple[str, ...]]:
 
 
 async def driver(conn: AsyncConnection) -> Any:
-    """The asyncpg connection under ``conn`` (inside ``conn``'s transaction, if any)."""
-    raw = (await conn.get_raw_connection()).driver_connection
+    """The asyncpg connection under ``conn``, inside ``conn``'s transaction if it has one.
+
+    SQLAlchemy's asyncpg adapter sends ``BEGIN`` lazily, with the first statement *it*
+    runs: a transaction the caller began (``Database.transaction``) whose first statement
+    comes here would otherwise run in autocommit and outlive the caller's rollback."""
+    fairy = await conn.get_raw_connection()
+    adapter: Any = fairy.dbapi_connection
+    if conn.in_transaction() and not adapter.autocommit and adapter._transaction is None:
+        await adapter._start_transaction()
+    raw = fairy.driver_connection
     assert raw is not None  # a connection checked out of the pool is open
     return raw
 
@@ -114,6 +126,65 @@ async def fetch(
     ``DriverRow`` s, which answer like SQLAlchemy's rows (attributes, ``_mapping``)."""
     sql, names = positional(statement.text if isinstance(statement, TextClause) else statement)
     records = await run(conn, sql, *[params[n] for n in names])
+    return cast(list[AnyRow], [DriverRow(r) for r in records])
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One ``$n`` of a compiled statement: its bound parameter and the type's processor."""
+
+    name: str
+    bind: BindParameter[Any]
+    process: Callable[[Any], Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    sql: str
+    slots: tuple[_Slot, ...]
+
+    def args(self, params: Mapping[str, Any]) -> list[Any]:
+        values = []
+        for slot in self.slots:
+            if slot.name in params:
+                value = params[slot.name]
+            elif slot.bind.callable is not None:
+                value = slot.bind.callable()
+            elif slot.bind.required:
+                raise KeyError(f"no value for the bound parameter {slot.name!r}")
+            else:
+                value = slot.bind.value  # a literal of the statement
+            values.append(value if slot.process is None else slot.process(value))
+        return values
+
+
+# Statements compiled for the driver, per statement object: only prebuilt statements
+# (module constants, shapes cached by their builders) are meant for ``core``.
+_COMPILED: weakref.WeakKeyDictionary[Executable, _Compiled] = weakref.WeakKeyDictionary()
+
+
+def _compile(statement: Executable, dialect: Dialect) -> _Compiled:
+    found = _COMPILED.get(statement)
+    if found is None:
+        compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
+        slots = []
+        for name in compiled.positiontup or ():
+            bind = compiled.binds[name]
+            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            slots.append(_Slot(name, bind, process))
+        found = _COMPILED[statement] = _Compiled(compiled.string, tuple(slots))
+    return found
+
+
+async def core(
+    conn: AsyncConnection, statement: Executable, params: Mapping[str, Any]
+) -> list[AnyRow]:
+    """Run a prebuilt SQLAlchemy Core statement on the driver: compiled once for the
+    connection's dialect (``$n`` placeholders, the types' bind processors applied to the
+    values, so a JSONB or vector parameter travels as SQLAlchemy would send it). The rows
+    are ``DriverRow`` s; the driver's codecs already decode every column type used here."""
+    compiled = _compile(statement, conn.dialect)
+    records = await run(conn, compiled.sql, *compiled.args(params))
     return cast(list[AnyRow], [DriverRow(r) for r in records])
 
 
