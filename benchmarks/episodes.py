@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from asyncpg.connection import Connection
 from asyncpg.prepared_stmt import PreparedStatement
 from asyncpg.transaction import Transaction
 from sqlalchemy import text
@@ -57,6 +58,8 @@ _WORDS = [f"{a}{b}" for a in ("re", "de", "pro", "con", "sub", "tra", "ex", "in"
 
 #: How a statement of start/end is named in the breakdown (first matching marker wins).
 _STEPS = (
+    ("COMMIT", "COMMIT (WAL flush)"),
+    ("BEGIN", "BEGIN"),
     ("SET indexed = true", "index worker batch (background, not in end)"),
     ("set_config", "lock episode + admission lock + ef_search"),
     ("INSERT INTO episodes", "insert episode + event (1 CTE, guarded)"),
@@ -167,6 +170,18 @@ class Breakdown:
 
         return wrapper
 
+    def timed_query(self, fn: Any) -> Any:
+        """``fn(connection, query, *args)`` timed under the query's step."""
+
+        async def wrapper(conn: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return await fn(conn, query, *args, **kwargs)
+            finally:
+                self.add(_step(query), time.perf_counter() - t0)
+
+        return wrapper
+
 
 def _step(query: str) -> str:
     for marker, name in _STEPS:
@@ -183,6 +198,11 @@ def round_trip_timer(breakdown: Breakdown) -> Iterator[None]:
         (Transaction, "commit", Transaction.commit, lambda _: "COMMIT (WAL flush)"),
         (PreparedStatement, "fetch", PreparedStatement.fetch, lambda s: _step(s.get_query())),
     ]
+    # The driver path (storage.driver) calls the connection directly; its BEGIN and COMMIT
+    # are plain ``execute`` calls.
+    fetch, execute = Connection.fetch, Connection.execute
+    Connection.fetch = breakdown.timed_query(fetch)
+    Connection.execute = breakdown.timed_query(execute)
     for cls, name, fn, step in patched:
         setattr(cls, name, breakdown.timed(step, fn))
     try:
@@ -190,6 +210,8 @@ def round_trip_timer(breakdown: Breakdown) -> Iterator[None]:
     finally:
         for cls, name, fn, _ in patched:
             setattr(cls, name, fn)
+        Connection.fetch = fetch
+        Connection.execute = execute
 
 
 CLIENT_CPU = "~client CPU (python; overlaps the above)"

@@ -21,6 +21,7 @@ from memory_kernel.heart.episodes.rows import new_row, started_event
 from memory_kernel.heart.episodes.writes import Seen
 from memory_kernel.models.enums import EventKind
 from memory_kernel.models.episodes import AdmissionDecision, EpisodeInput
+from memory_kernel.storage import driver, locks
 from memory_kernel.storage.partitions import rebalance
 from memory_kernel.storage.tables import episodes, memory_events
 from memory_kernel.testing import FakeEmbedder, FrozenClock
@@ -78,7 +79,6 @@ def test_hot_path_statements_are_cacheable() -> None:
         repo._SET_EF_ONLY,
         repo._GET,
         repo._GET_FOR_UPDATE,
-        repo._GET_FOR_END,
         repo._RECENT,
         repo._LOCK_AND_RECENT,
         repo._CANDIDATES,
@@ -106,8 +106,8 @@ def test_hot_path_statements_are_cacheable() -> None:
 
 
 async def test_the_window_read_takes_the_start_lock_even_when_empty(kernel: MemoryKernel) -> None:
-    key = "mk-episode-start:a1"
-    probe = text("SELECT pg_try_advisory_xact_lock(hashtext(:key))")
+    key = locks.lock_number("mk-episode-start", "a1")
+    probe = text("SELECT pg_try_advisory_xact_lock(:key)")
     async with kernel.database.transaction() as holder:
         found = await repo.recent_ongoing(
             holder,
@@ -191,15 +191,39 @@ async def test_the_guarded_insert_writes_nothing_when_the_window_changed(
 async def test_ef_search_is_lowered_for_the_end_transaction_only(kernel: MemoryKernel) -> None:
     started = await kernel.heart.episodes.start(_ep(TASK))
     configured = str(kernel.config.storage.hnsw_ef_search)
-    show = text("SHOW hnsw.ef_search")
+    show = "SELECT current_setting('hnsw.ef_search') AS ef"
+    async with kernel.database.lean_transaction(repo.admission_opening("a1", 17)) as conn:
+        found = await repo.get_for_end(
+            conn, agent_id="a1", episode_id=started.episode.id, vector=None, k=3,
+            min_similarity=0.7,
+        )  # fmt: skip
+        assert found is not None and found.episode.id == started.episode.id
+        assert (await driver.fetch(conn, show, {}))[0].ef == "17"
     async with kernel.database.connection() as conn:
-        async with conn.begin():
-            found = await repo.get_for_end(
-                conn, agent_id="a1", episode_id=started.episode.id, ef_search=17
-            )
-            assert found is not None and found[0].id == started.episode.id
-            assert await conn.scalar(show) == "17"
-        assert await conn.scalar(show) == configured
+        assert (await driver.fetch(conn, show, {}))[0].ef == configured
+
+
+async def test_the_end_read_searches_with_the_vector_given_else_the_stored_one(
+    kernel: MemoryKernel,
+) -> None:
+    done = await run(kernel, "success")  # a completed episode of TASK
+    other = "Translate the onboarding guide into German for the Berlin office"
+    started = await kernel.heart.episodes.start(_ep(other))
+    given = (await kernel.embedder.embed([TASK]))[0]
+    async with kernel.database.lean_transaction(repo.admission_opening("a1", 40)) as conn:
+        by_stored = await repo.get_for_end(
+            conn, agent_id="a1", episode_id=started.episode.id, vector=None, k=3,
+            min_similarity=0.7,
+        )  # fmt: skip
+        by_given = await repo.get_for_end(
+            conn, agent_id="a1", episode_id=started.episode.id, vector=given, k=3,
+            min_similarity=0.7,
+        )  # fmt: skip
+    assert by_stored is not None and by_given is not None
+    assert by_stored.candidates == []
+    assert by_stored.searched is by_stored.vector
+    assert [c.id for c, _ in by_given.candidates] == [done.episode.id]
+    assert by_given.searched is given
 
 
 @pytest.fixture

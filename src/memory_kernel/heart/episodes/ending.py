@@ -1,9 +1,10 @@
 """Ending an episode: completion plus admission control (ADD / NOT / REPLACE / MERGE).
 
 With the rule judge an end is one transaction of three statements (four for a
-REPLACE/MERGE): lock the episode, the agent's admission lock and a lower ``ef_search`` in
-one; the top-k candidate search; the whole write (episode, target, merge group, audit
-rows) in one. An LLM judge is asked *outside* any transaction (it may take seconds); the
+REPLACE/MERGE): ``BEGIN`` with the agent's admission lock, a lower ``ef_search`` and
+generic plans (``repo.admission_opening``); the episode locked and its top-k candidates,
+searched in the same statement (``repo.get_for_end``); the whole write (episode, target,
+merge group, audit rows) in one. An LLM judge is asked *outside* any transaction (it may take seconds); the
 decision is then re-checked and written under the admission lock: if the candidates
 changed meanwhile, the rules decide on the fresh ones.
 """
@@ -56,6 +57,12 @@ ADMISSION_EF_SEARCH = 40
 _ADMISSION_EVENT = 1
 
 
+class _Read(NamedTuple):
+    episode: Episode
+    vector: Vector | None
+    candidates: list[repo.Candidate] | None  # None: not searched with ``vector``
+
+
 class _Decided(NamedTuple):
     request: AdmissionRequest
     decision: Decision
@@ -83,10 +90,9 @@ class Admission:
             # Rules only: one transaction, no read ahead. A new summary is embedded first,
             # outside the transaction, so no lock is held while the embedder works.
             fresh = None if final is None else await embed_or_none(self._rt, final)
-            async with self._rt.db.lean_transaction() as conn:
-                stored, vector = await self._lock_ongoing(conn, agent_id, episode_id)
-                vector = await self._end_vector(stored, vector, final, fresh)
-                return await self._admit(conn, args, stored, vector, None)
+            async with self._rt.db.lean_transaction(self._opening(agent_id)) as conn:
+                read = await self._read(conn, episode_id, args, fresh)
+                return await self._admit(conn, args, read, None)
         async with self._rt.db.connection() as conn:
             found = await repo.get(conn, agent_id=agent_id, episode_id=episode_id)
         stored, vector = ongoing(found, episode_id)
@@ -97,17 +103,40 @@ class Admission:
         if vector is not None:
             run = admission_run(args, stored, self._rt.clock.now())
             answer = await self._ask_judge(self._judge, agent_id, run, vector)
-        async with self._rt.db.lean_transaction() as conn:
-            stored, _ = await self._lock_ongoing(conn, agent_id, episode_id)
-            return await self._admit(conn, args, stored, vector, answer)
+        async with self._rt.db.lean_transaction(self._opening(agent_id)) as conn:
+            read = await self._read(conn, episode_id, args, vector)
+            return await self._admit(conn, args, read, answer)
 
-    async def _lock_ongoing(
-        self, conn: AsyncConnection, agent: str, episode_id: uuid.UUID
-    ) -> tuple[Episode, Vector | None]:
+    def _opening(self, agent_id: str) -> list[str]:
+        return repo.admission_opening(agent_id, self._ef_search)
+
+    async def _read(
+        self,
+        conn: AsyncConnection,
+        episode_id: uuid.UUID,
+        args: EpisodeEndInput,
+        vector: Vector | None,
+    ) -> _Read:
+        """The ongoing episode, locked, the vector of its final summary and its admission
+        candidates, searched in the same round trip with ``vector`` (the final summary's,
+        when the caller has it) or else the stored vector."""
         found = await repo.get_for_end(
-            conn, agent_id=agent, episode_id=episode_id, ef_search=self._ef_search
+            conn,
+            agent_id=args.agent_id,
+            episode_id=episode_id,
+            vector=vector,
+            k=self._cfg.admission_candidates,
+            min_similarity=self._cfg.admission_similarity,
         )
-        return ongoing(found, episode_id)
+        stored, stored_vector = ongoing(
+            None if found is None else (found.episode, found.vector), episode_id
+        )
+        assert found is not None  # ongoing() raised otherwise
+        final = await self._end_vector(stored, stored_vector, args.summary, vector)
+        # Searched with another vector (the summary is unchanged after all, or start could
+        # not embed it): the candidates are searched again, with the final one.
+        searched = final is not None and final is found.searched
+        return _Read(stored, final, found.candidates if searched else None)
 
     async def _end_vector(
         self, stored: Episode, vector: Vector | None, final: str | None, fresh: Vector | None
@@ -123,14 +152,14 @@ class Admission:
         self,
         conn: AsyncConnection,
         args: EpisodeEndInput,
-        stored: Episode,
-        vector: Vector | None,
+        read: _Read,
         answer: JudgeAnswer | None,
     ) -> EpisodeEnd:
-        """Decide and write, under the agent's admission lock (taken by ``_lock_ongoing``)."""
+        """Decide and write, under the agent's admission lock (taken by the opening)."""
         agent, now = args.agent_id, self._rt.clock.now()
+        stored, vector = read.episode, read.vector
         run = admission_run(args, stored, now)
-        request, heads = await self._request(conn, agent, run, vector)
+        request, heads = await self._request(conn, agent, run, vector, read.candidates)
         decision = decide(
             request,
             threshold=self._cfg.admission_similarity,
@@ -217,11 +246,16 @@ class Admission:
         return target
 
     async def _request(
-        self, conn: AsyncConnection, agent: str, run: AdmissionRun, vector: Vector | None
+        self,
+        conn: AsyncConnection,
+        agent: str,
+        run: AdmissionRun,
+        vector: Vector | None,
+        found: list[repo.Candidate] | None = None,
     ) -> tuple[AdmissionRequest, dict[uuid.UUID, uuid.UUID | None]]:
-        """The request for ``run`` and the merge-group head of each candidate."""
-        found: list[repo.Candidate] = []
-        if vector is not None:
+        """The request for ``run`` and the merge-group head of each candidate (``found``:
+        the candidates, when already searched with ``vector``)."""
+        if found is None and vector is not None:
             found = await repo.candidates(
                 conn,
                 agent_id=agent,
@@ -230,6 +264,7 @@ class Admission:
                 k=self._cfg.admission_candidates,
                 min_similarity=self._cfg.admission_similarity,
             )
+        found = found or []
         cands = tuple(c for c, _ in found)
         request = AdmissionRequest(agent_id=agent, run=run, candidates=cands)
         return request, {c.id: head for c, head in found}

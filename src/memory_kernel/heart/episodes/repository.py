@@ -10,13 +10,14 @@ prebuilt one goes straight to the compiled-SQL cache. The writes are in ``writes
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import (
     ARRAY,
+    BigInteger,
     BindParameter,
     DateTime,
     Integer,
@@ -30,6 +31,7 @@ from sqlalchemy import (
     select,
     true,
 )
+from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.episodes.dedup import OngoingEpisode
@@ -37,14 +39,18 @@ from memory_kernel.heart.episodes.vectors import Vector
 from memory_kernel.judges.base import AdmissionCandidate
 from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus
 from memory_kernel.models.episodes import Episode
-from memory_kernel.storage.search import AnyRow, knn_select, nearest
+from memory_kernel.storage import locks
+from memory_kernel.storage.driver import core, fetch
+from memory_kernel.storage.search import AnyRow, knn_select, knn_sql, nearest
 from memory_kernel.storage.tables import episodes
 from memory_kernel.storage.vector import Vector as VectorType
 
 __all__ = [
     "COLUMNS",
     "Candidate",
+    "EndRead",
     "add_usage",
+    "admission_opening",
     "candidates",
     "get",
     "get_for_end",
@@ -100,11 +106,25 @@ def _as_array(value: Any) -> Vector | None:
     return np.asarray(raw, dtype=np.float32)
 
 
-def _lock_key(purpose: str, agent_id: str) -> str:
-    return f"mk-episode-{purpose}:{agent_id}"
+def _lock_key(purpose: str, agent_id: str) -> int:
+    return locks.lock_number(f"mk-episode-{purpose}", agent_id)
 
 
-_ADVISORY = func.pg_advisory_xact_lock(func.hashtext(bindparam("lock_key", type_=Text)))
+def admission_opening(agent_id: str, ef_search: int) -> list[str]:
+    """What an end's transaction opens with (``Database.lean_transaction``, one round trip
+    with ``BEGIN``): the agent's admission lock and ``ef_search`` for the candidate search.
+    Statements after it see everything the lock's previous holder committed."""
+    return [
+        locks.lock_statement("mk-episode-admit", agent_id),
+        f"SET LOCAL hnsw.ef_search = {ef_search:d}",
+        # Planned once per connection: custom plans of the read and the write CTE cost more
+        # than running them (end p50 5.8 -> 3.6 ms at 10k episodes, benchmarks/episodes.py);
+        # the generic plans still prune to the agent's partition when they start.
+        "SET LOCAL plan_cache_mode = force_generic_plan",
+    ]
+
+
+_ADVISORY = func.pg_advisory_xact_lock(bindparam("lock_key", type_=BigInteger))
 # Transaction-local (``is_local``): the pool's next user gets the configured value back.
 _SET_EF = func.set_config("hnsw.ef_search", bindparam("ef_search", type_=Text), literal(True))
 
@@ -112,9 +132,6 @@ _LOCK = select(_ADVISORY)
 _SET_EF_ONLY = select(_SET_EF)
 _GET = select(*COLUMNS, _c.embedding).where(_c.agent_id == _AGENT, _c.id == _ID)
 _GET_FOR_UPDATE = _GET.with_for_update()
-# End's first statement does three things in one round trip: lock the episode row, take
-# the agent's admission lock, and lower ef_search for the candidate search that follows.
-_GET_FOR_END = _GET.add_columns(_ADVISORY, _SET_EF).with_for_update()
 
 
 def window(agent: BindParameter[str], since: BindParameter[datetime]) -> list[Any]:
@@ -188,12 +205,12 @@ _TARGETS = (
 
 async def lock(conn: AsyncConnection, purpose: str, agent_id: str) -> None:
     """Serialise ``purpose`` per agent until the transaction ends (other agents never wait)."""
-    await conn.execute(_LOCK, {"lock_key": _lock_key(purpose, agent_id)})
+    await core(conn, _LOCK, {"lock_key": _lock_key(purpose, agent_id)})
 
 
 async def set_ef_search(conn: AsyncConnection, ef_search: int) -> None:
     """Set ``hnsw.ef_search`` until the transaction ends."""
-    await conn.execute(_SET_EF_ONLY, {"ef_search": str(ef_search)})
+    await core(conn, _SET_EF_ONLY, {"ef_search": str(ef_search)})
 
 
 async def recent_ongoing(
@@ -219,7 +236,7 @@ async def recent_ongoing(
         stmt, params["lock_key"] = _LOCK_AND_RECENT, _lock_key(lock, agent_id)
     return [
         OngoingEpisode(r.id, r.summary, None if r.similarity is None else float(r.similarity))
-        for r in await conn.execute(stmt, params)
+        for r in await core(conn, stmt, params)
         if r.id is not None  # the lock's row when the window is empty
     ]
 
@@ -229,26 +246,8 @@ async def get(
 ) -> tuple[Episode, Vector | None] | None:
     """The episode and its stored vector, or ``None``."""
     stmt = _GET_FOR_UPDATE if for_update else _GET
-    row = (await conn.execute(stmt, {"agent_id": agent_id, "episode_id": episode_id})).first()
-    return None if row is None else (to_episode(row), _as_array(row.embedding))
-
-
-async def get_for_end(
-    conn: AsyncConnection, *, agent_id: str, episode_id: uuid.UUID, ef_search: int
-) -> tuple[Episode, Vector | None] | None:
-    """``get`` FOR UPDATE that also takes the agent's admission lock and sets
-    ``hnsw.ef_search`` for the rest of the transaction, in the same round trip.
-
-    Statements after this one see everything committed by the lock's previous holder.
-    """
-    params = {
-        "agent_id": agent_id,
-        "episode_id": episode_id,
-        "lock_key": _lock_key("admit", agent_id),
-        "ef_search": str(ef_search),
-    }
-    row = (await conn.execute(_GET_FOR_END, params)).first()
-    return None if row is None else (to_episode(row), _as_array(row.embedding))
+    rows = await core(conn, stmt, {"agent_id": agent_id, "episode_id": episode_id})
+    return (to_episode(rows[0]), _as_array(rows[0].embedding)) if rows else None
 
 
 #: An admission candidate and the head of its merge group (``None``: it is the head).
@@ -267,29 +266,92 @@ async def candidates(
     """The admission candidates: up to ``k`` admitted, completed episodes other than
     ``exclude`` with similarity at least ``min_similarity``, most similar first."""
     params = {"agent_id": agent_id, "vector": vector, "exclude": exclude, "k": k}
-    found: list[Candidate] = []
-    for r in await conn.execute(_CANDIDATES, params):
-        similarity = 1.0 - float(r.distance)
-        if similarity < min_similarity:
-            continue
-        candidate = AdmissionCandidate(
-            id=r.id,
-            summary=r.summary,
-            outcome=r.outcome,
-            references=tuple(r.references),
-            artifacts=tuple(r.artifacts),
-            ended_at=r.ended_at,
-            similarity=similarity,
-        )
-        found.append((candidate, r.canonical_id))
-    return found
+    rows = await core(conn, _CANDIDATES, params)
+    found = [_candidate(r._mapping, "", min_similarity) for r in rows]
+    return [c for c in found if c is not None]
+
+
+def _end_read_sql() -> str:
+    episode = ", ".join(f'"{c.name}"' for c in COLUMNS)
+    wanted = ", ".join(f'"{c.name}"' for c in _CANDIDATE_COLUMNS)
+    out = ", ".join(f'c."{c.name}" AS "c_{c.name}"' for c in _CANDIDATE_COLUMNS)
+    search = knn_sql(
+        "episodes", select=wanted, vector="(SELECT v FROM q)", agent=":agent_id", k=":k",
+        where=" AND status = 'completed' AND id <> :episode_id",
+    )  # fmt: skip
+    # Names and predicates are the table's own constants (see storage.search.knn_sql).
+    return (
+        f"WITH e AS MATERIALIZED (SELECT {episode}, embedding FROM episodes"  # noqa: S608
+        " WHERE agent_id = :agent_id AND id = :episode_id FOR UPDATE),"
+        " q AS MATERIALIZED (SELECT COALESCE(CAST(:vector AS vector), e.embedding) AS v FROM e)"
+        f" SELECT e.*, {out}, c.distance AS c_distance"
+        f" FROM e LEFT JOIN LATERAL ({search}) AS c ON true ORDER BY c.distance"
+    )
+
+
+_END_READ = _end_read_sql()
+
+
+class EndRead(NamedTuple):
+    """End's read: the episode and its stored vector, the vector its candidates were
+    searched with (``None``: none was searched) and those candidates."""
+
+    episode: Episode
+    vector: Vector | None
+    searched: Vector | None
+    candidates: list[Candidate]
+
+
+async def get_for_end(
+    conn: AsyncConnection,
+    *,
+    agent_id: str,
+    episode_id: uuid.UUID,
+    vector: Vector | None,
+    k: int,
+    min_similarity: float,
+) -> EndRead | None:
+    """The episode, locked (FOR UPDATE), and its admission :func:`candidates` searched with
+    ``vector`` or, when that is ``None``, the episode's stored vector — one round trip.
+    Run it after the admission lock (:func:`admission_opening`): its snapshot then holds
+    everything the lock's previous holder committed."""
+    params = {"agent_id": agent_id, "episode_id": episode_id, "vector": vector, "k": k}
+    rows = await fetch(conn, _END_READ, params)
+    if not rows:
+        return None
+    stored = _as_array(rows[0].embedding)
+    searched = vector if vector is not None else stored
+    found = [
+        _candidate(r._mapping, "c_", min_similarity)
+        for r in rows
+        if searched is not None and r.c_id is not None
+    ]
+    return EndRead(to_episode(rows[0]), stored, searched, [c for c in found if c is not None])
+
+
+def _candidate(
+    m: Mapping[str, Any] | RowMapping, prefix: str, min_similarity: float
+) -> Candidate | None:
+    similarity = 1.0 - float(m[f"{prefix}distance"])
+    if similarity < min_similarity:
+        return None
+    candidate = AdmissionCandidate(
+        id=m[f"{prefix}id"],
+        summary=m[f"{prefix}summary"],
+        outcome=m[f"{prefix}outcome"],
+        references=tuple(m[f"{prefix}references"]),
+        artifacts=tuple(m[f"{prefix}artifacts"]),
+        ended_at=m[f"{prefix}ended_at"],
+        similarity=similarity,
+    )
+    return candidate, m[f"{prefix}canonical_id"]
 
 
 async def lock_targets(
     conn: AsyncConnection, *, agent_id: str, episode_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, Episode]:
     """Lock and load the episodes a REPLACE/MERGE acts on (one round trip)."""
-    rows = await conn.execute(_TARGETS, {"agent_id": agent_id, "ids": list(episode_ids)})
+    rows = await core(conn, _TARGETS, {"agent_id": agent_id, "ids": list(episode_ids)})
     return {r.id: to_episode(r) for r in rows}
 
 

@@ -137,7 +137,10 @@ _UPDATE = (
     " ELSE 1.0 - (1.0 - f.confidence) * power(0.95, u.times) END,"
     " last_evidence_at = CASE WHEN u.times = 0 THEN f.last_evidence_at"
     " ELSE CAST(:now AS timestamptz) END,"
-    " updated_at = CAST(:now AS timestamptz)"
+    " updated_at = CAST(:now AS timestamptz),"
+    # The new row version is staged: left indexed, this statement would insert an active
+    # fact into the HNSW index itself (storage.indexer).
+    " indexed = false"
     " FROM unnest(CAST(:u_id AS uuid[]), CAST(:u_sup AS uuid[]), CAST(:u_links AS text[]),"
     " CAST(:u_times AS int[]), CAST(:u_derived AS text[])) AS u(id, sup, links, times, derived)"
     " WHERE f.agent_id = :agent_id AND f.id = u.id"
