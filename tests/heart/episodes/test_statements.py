@@ -284,3 +284,25 @@ async def test_a_merge_records_how_many_group_members_moved(kernel: MemoryKernel
     member = await kernel.heart.episodes.get(first.episode.id, agent_id="a1")
     assert member.canonical_id == third.episode.id
     assert (await admission_event(kernel, first.episode.id))["details"]["repointed"] == 0
+
+
+async def test_merge_groups_are_indexed_in_every_partition(promotable: MemoryKernel) -> None:
+    # Repointing a group (a REPLACE of its head) must not scan the agent's whole partition.
+    kernel, now = promotable, promotable.clock.now()
+    rows = [
+        {"agent_id": "a1", "id": uuid.uuid4(), "session_id": "seed", "summary": f"task {i}",
+         "status": "completed", "outcome": "success", "admission": "active",
+         "started_at": now, "created_at": now, "updated_at": now}
+        for i in range(150)
+    ]  # fmt: skip
+    async with kernel.database.transaction() as conn:
+        await conn.execute(episodes.insert(), rows)
+    promoted = await rebalance(kernel.database, now)
+    (partition,) = [p.partition for p in promoted if p.table == "episodes"]
+    async with kernel.database.connection() as conn:
+        found = await conn.scalars(
+            text("SELECT indexdef FROM pg_indexes WHERE tablename = :t"), {"t": partition}
+        )
+        definitions = list(found)
+    assert any("(agent_id, canonical_id)" in d and "canonical_id IS NOT NULL" in d
+               for d in definitions), definitions  # fmt: skip

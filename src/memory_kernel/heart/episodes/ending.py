@@ -4,9 +4,9 @@ With the rule judge an end is one transaction of three statements (four for a
 REPLACE/MERGE): ``BEGIN`` with the agent's admission lock, a lower ``ef_search`` and
 generic plans (``repo.admission_opening``); the episode locked and its top-k candidates,
 searched in the same statement (``repo.get_for_end``); the whole write (episode, target,
-merge group, audit rows) in one. An LLM judge is asked *outside* any transaction (it may take seconds); the
-decision is then re-checked and written under the admission lock: if the candidates
-changed meanwhile, the rules decide on the fresh ones.
+merge group, audit rows) in one. An LLM judge is asked *outside* any transaction (it may
+take seconds); the decision is then re-checked and written under the admission lock: if
+the candidates changed meanwhile, the rules decide on the fresh ones.
 """
 
 from __future__ import annotations
