@@ -58,17 +58,18 @@ _WORDS = [f"{a}{b}" for a in ("re", "de", "pro", "con", "sub", "tra", "ex", "in"
 
 #: How a statement of start/end is named in the breakdown (first matching marker wins).
 _STEPS = (
+    ("BEGIN;", "BEGIN + admission lock + settings"),
     ("COMMIT", "COMMIT (WAL flush)"),
     ("BEGIN", "BEGIN"),
+    ("WITH e AS", "episode locked + admission top-k (one statement)"),
     ("SET indexed = true", "index worker batch (background, not in end)"),
-    ("set_config", "lock episode + admission lock + ef_search"),
     ("INSERT INTO episodes", "insert episode + event (1 CTE, guarded)"),
     ("touched AS", "reuse episode + event (1 CTE)"),
     ("done AS", "complete + plan + events (1 CTE, row staged)"),
     ("pg_advisory_xact_lock", "start lock + dedup window read (btree)"),
     ("started_at >=", "dedup window re-read (after a concurrent start)"),
     ("FOR UPDATE", "lock REPLACE/MERGE target (+ group head)"),
-    ("tiers", "admission top-k search (HNSW + staged tiers)"),
+    ("tiers", "admission top-k search (HNSW + staged tiers, judge path)"),
 )
 
 

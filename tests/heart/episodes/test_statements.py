@@ -20,7 +20,7 @@ from memory_kernel.heart.episodes.ending import ADMISSION_EF_SEARCH
 from memory_kernel.heart.episodes.rows import new_row, started_event
 from memory_kernel.heart.episodes.writes import Seen
 from memory_kernel.models.enums import EventKind
-from memory_kernel.models.episodes import AdmissionDecision, EpisodeInput
+from memory_kernel.models.episodes import AdmissionDecision, EpisodeInput, EpisodeStart
 from memory_kernel.storage import driver, locks
 from memory_kernel.storage.partitions import rebalance
 from memory_kernel.storage.tables import episodes, memory_events
@@ -50,26 +50,28 @@ async def _count(kernel: MemoryKernel) -> int:
 # -- statement counts (the load-independent side of latency) ------------------------------
 
 
-async def test_a_start_is_two_statements(kernel: MemoryKernel) -> None:
+async def test_a_start_is_three_statements(kernel: MemoryKernel) -> None:
+    # BEGIN travels with the lock: four round trips with the COMMIT.
     with statements(kernel) as sent:
         created = await kernel.heart.episodes.start(_ep(STATUS))
     assert not created.deduplicated
-    assert len(sent) == 2, sent  # lock + window read, insert + event
+    assert len(sent) == 3, sent  # BEGIN + lock, window read, insert + event
+    assert sent[0].startswith("BEGIN; SELECT pg_advisory_xact_lock(")
     with statements(kernel) as sent:
         reused = await kernel.heart.episodes.start(_ep(STATUS, session="s2"))
     assert reused.deduplicated and reused.episode.id == created.episode.id
-    assert len(sent) == 2, sent  # lock + window read, touch + event
+    assert len(sent) == 3, sent  # BEGIN + lock, window read, touch + event
 
 
 async def test_an_end_is_three_statements_four_with_a_target(kernel: MemoryKernel) -> None:
     with statements(kernel) as sent:
         first = await run(kernel, "failure")
     assert first.decision is AdmissionDecision.ADD
-    assert len(sent) == 2 + 3, sent  # the start, then lock, search, write
+    assert len(sent) == 3 + 3, sent  # the start; BEGIN + lock, episode + search, write
     with statements(kernel) as sent:
         second = await run(kernel, "success")
     assert second.decision is AdmissionDecision.REPLACE
-    assert len(sent) == 2 + 4, sent  # ... and the target, locked
+    assert len(sent) == 3 + 4, sent  # ... and the target, locked
 
 
 def test_hot_path_statements_are_cacheable() -> None:
@@ -139,12 +141,20 @@ def _stale_window(
     return stale
 
 
+async def _start_in(kernel: MemoryKernel, episode: EpisodeInput) -> EpisodeStart:
+    # In a caller's transaction the window read takes the start lock itself, so its
+    # snapshot may predate the grant: the path these tests drive (``start`` opens its own
+    # transaction with the lock instead).
+    async with kernel.database.transaction() as conn:
+        return await kernel.heart.episodes.start_in(conn, episode)
+
+
 async def test_a_start_that_missed_a_concurrent_one_reuses_it(
     kernel: MemoryKernel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = await kernel.heart.episodes.start(_ep(STATUS))
     _stale_window(monkeypatch, [])  # the read did not see ``first``
-    again = await kernel.heart.episodes.start(_ep(STATUS, session="s2"))
+    again = await _start_in(kernel, _ep(STATUS, session="s2"))
     assert again.deduplicated and again.episode.id == first.episode.id
     assert await _count(kernel) == 1
 
@@ -156,7 +166,7 @@ async def test_a_start_never_reuses_an_episode_ended_after_the_read(
     await kernel.heart.episodes.end(first.episode.id, agent_id="a1", outcome="success")
     # The read still saw it ongoing: the end committed between the read and the reuse.
     _stale_window(monkeypatch, [OngoingEpisode(first.episode.id, STATUS, 1.0)])
-    again = await kernel.heart.episodes.start(_ep(STATUS, session="s2"))
+    again = await _start_in(kernel, _ep(STATUS, session="s2"))
     assert not again.deduplicated and again.episode.id != first.episode.id
     kinds = [e["event"] for e in await events_of(kernel, first.episode.id)]
     assert EventKind.EPISODE_REUSED not in kinds

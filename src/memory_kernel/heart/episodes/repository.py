@@ -61,6 +61,7 @@ __all__ = [
     "search_text",
     "search_vector",
     "set_ef_search",
+    "start_opening",
     "to_episode",
     "window",
 ]
@@ -108,6 +109,16 @@ def _as_array(value: Any) -> Vector | None:
 
 def _lock_key(purpose: str, agent_id: str) -> int:
     return locks.lock_number(f"mk-episode-{purpose}", agent_id)
+
+
+def start_opening(agent_id: str) -> list[str]:
+    """What ``start``'s own transaction opens with: the agent's start lock (statements after
+    it see every start its previous holder committed) and generic plans (see
+    :func:`admission_opening`)."""
+    return [
+        locks.lock_statement("mk-episode-start", agent_id),
+        "SET LOCAL plan_cache_mode = force_generic_plan",
+    ]
 
 
 def admission_opening(agent_id: str, ef_search: int) -> list[str]:

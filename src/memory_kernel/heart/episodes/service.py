@@ -71,8 +71,9 @@ class EpisodeService:
         """Start an episode, or return the agent's recent ongoing one that is the same."""
         check_input(episode)
         vector = await embed_or_none(self._rt, episode.summary)
-        async with self._rt.db.lean_transaction() as conn:
-            return await self._start(conn, episode, vector)
+        opening = repo.start_opening(episode.agent_id)
+        async with self._rt.db.lean_transaction(opening) as conn:
+            return await self._start(conn, episode, vector, locked=True)
 
     async def start_in(
         self,
@@ -90,11 +91,24 @@ class EpisodeService:
         return await self._start(conn, episode, embedding)
 
     async def _start(
-        self, conn: AsyncConnection, episode: EpisodeInput, vector: Vector | None
+        self,
+        conn: AsyncConnection,
+        episode: EpisodeInput,
+        vector: Vector | None,
+        *,
+        locked: bool = False,
     ) -> EpisodeStart:
+        """``locked``: the transaction opened with the agent's start lock (``start``), so
+        every read sees what earlier starts committed and the insert needs no guard."""
         now = self._rt.clock.now()
         agent = episode.agent_id
         since = now - timedelta(seconds=self._cfg.episode_dedup_window_s)
+        if locked:
+            recent = await self._window(conn, agent, since, vector)
+            started = await self._reuse_or_create(conn, episode, vector, now, recent, None)
+            if started is None:
+                raise AssertionError("unreachable: an insert without a guard always writes")
+            return started
         # Starts of one agent are serialised (advisory lock) so concurrent identical starts
         # see each other. The window read takes the lock itself, saving a round trip; its
         # snapshot may predate the grant, so the insert re-checks the window (``seen``).
