@@ -204,13 +204,22 @@ class Database:
         restart costs callers nothing once the server is back; a call made while it is down
         fails within about a second with ``ConnectionFailedError``.
         """
-        async for attempt in _retrying():
+        try:
+            # The first attempt outside tenacity: its machinery cost ~0.1 ms per checkout,
+            # on every turn, for the rare case that the server is away.
+            return await self._connect()
+        except ConnectionFailedError:
+            await asyncio.sleep(_CONNECT_BACKOFF_S)
+        async for attempt in _retrying(_CONNECT_ATTEMPTS - 1):
             with attempt:
-                try:
-                    return await self.engine.connect().start()
-                except Exception as exc:
-                    raise map_db_error(exc) from exc
+                return await self._connect()
         raise AssertionError("unreachable: tenacity either returns or re-raises")
+
+    async def _connect(self) -> AsyncConnection:
+        try:
+            return await self.engine.connect().start()
+        except Exception as exc:
+            raise map_db_error(exc) from exc
 
     async def close(self) -> None:
         """Release the connections, and the embedded server if this store started one."""
@@ -323,9 +332,9 @@ def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
             raise InvalidatePoolError(f"ping failed: {exc}") from exc
 
 
-def _retrying() -> AsyncRetrying:
+def _retrying(attempts: int = _CONNECT_ATTEMPTS) -> AsyncRetrying:
     return AsyncRetrying(
-        stop=stop_after_attempt(_CONNECT_ATTEMPTS),
+        stop=stop_after_attempt(attempts),
         wait=wait_exponential(multiplier=_CONNECT_BACKOFF_S, max=1.0),
         retry=retry_if_exception_type(ConnectionFailedError),
         reraise=True,

@@ -91,7 +91,11 @@ async def driver(conn: AsyncConnection) -> Any:
     SQLAlchemy's asyncpg adapter sends ``BEGIN`` lazily, with the first statement *it*
     runs: a transaction the caller began (``Database.transaction``) whose first statement
     comes here would otherwise run in autocommit and outlive the caller's rollback."""
-    fairy = await conn.get_raw_connection()
+    sync = conn.sync_connection
+    if sync is not None and not sync.invalidated and not sync.closed:
+        fairy = sync.connection  # live: no I/O, so no greenlet hop (one per statement)
+    else:
+        fairy = await conn.get_raw_connection()  # may reconnect
     adapter: Any = fairy.dbapi_connection
     if conn.in_transaction() and not adapter.autocommit and adapter._transaction is None:
         await adapter._start_transaction()
