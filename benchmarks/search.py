@@ -333,6 +333,8 @@ async def run_size(rows: int, args: argparse.Namespace, data_dir: Path) -> list[
     storage: dict[str, Any] = {"schema_name": schema}
     if args.shared_buffers_mb:
         storage["embedded_shared_buffers_mb"] = args.shared_buffers_mb
+    if args.ef_search:
+        storage["hnsw_ef_search"] = args.ef_search
     config = MemoryKernelConfig.from_mapping(
         {"storage": storage, "consolidation": {"embed_worker": False}}
     )
@@ -403,6 +405,12 @@ def main() -> None:
         type=int,
         default=None,
         help="embedded server's shared_buffers (default: sized from RAM, see StorageConfig)",
+    )
+    parser.add_argument(
+        "--ef-search",
+        type=int,
+        default=None,
+        help="hnsw.ef_search of the searches (default: StorageConfig's)",
     )
     parser.add_argument(
         "--diagnose", action="store_true", help="add raw asyncpg and server-side rows"
