@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from pgvector import Vector as PgVector
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory_kernel.heart.facts.repository import to_fact, vector_literal
+from memory_kernel.heart.facts.repository import to_fact
 from memory_kernel.models.facts import Fact
 from memory_kernel.storage import driver
 from memory_kernel.storage.events import Event
@@ -42,8 +43,8 @@ Vector = npt.NDArray[np.float32]
 
 # -- the read -----------------------------------------------------------------------------
 
-# The vectors are parsed once in a materialised CTE: a cast inside the lateral ORDER BY would
-# re-parse the text form for every row compared. Each vector's kNN covers both search tiers
+# The vectors travel in pgvector's binary form (a ``vector[]``: no text to print and parse)
+# and are unpacked once, in a materialised CTE. Each vector's kNN covers both search tiers
 # (HNSW-indexed and staged facts, storage.search.knn_sql).
 _NEAREST = knn_sql(
     "facts", select="id, content, subject_key, valid_from", vector="q.v", agent=":agent_id",
@@ -51,8 +52,7 @@ _NEAREST = knn_sql(
 )  # fmt: skip
 _KNN = (
     "WITH q AS MATERIALIZED ("  # noqa: S608 - _NEAREST is built from constants only
-    " SELECT ord, CAST(v AS vector) AS v"
-    " FROM unnest(CAST(:vectors AS text[])) WITH ORDINALITY AS t(v, ord))"
+    " SELECT ord, v FROM unnest(CAST(:vectors AS vector[])) WITH ORDINALITY AS t(v, ord))"
     " SELECT q.ord AS ord, n.id, n.content, n.subject_key, n.valid_from, n.distance,"
     " CAST(NULL AS vector) AS embedding"
     f" FROM q CROSS JOIN LATERAL ({_NEAREST}) AS n"
@@ -99,7 +99,7 @@ async def read_candidates(
         return found
     params: dict[str, Any] = {"agent_id": agent_id}
     if vectors:
-        params |= {"vectors": [vector_literal(v) for v in vectors], "k": k}
+        params |= {"vectors": [PgVector(v) for v in vectors], "k": k}
     if keys:
         params["keys"] = list(keys)
     for row in await driver.fetch(conn, _read_statement(bool(vectors), bool(keys)), params):
@@ -155,14 +155,14 @@ _INSERT = (
     " status, explicit, embedding, superseded_by, contradicts, derived_from, evidence_count,"
     " last_evidence_at, valid_from, valid_to, metadata, created_at, updated_at)"
     " SELECT :agent_id, r.id, r.subject, r.subject_key, r.content, r.category, r.confidence,"
-    " r.status, r.explicit, CAST(r.embedding AS vector), r.superseded_by,"
+    " r.status, r.explicit, r.embedding, r.superseded_by,"
     " CAST(r.contradicts AS uuid[]), CAST(r.derived_from AS uuid[]), r.evidence_count,"
     " r.last_evidence_at, r.valid_from, r.valid_to, CAST(r.metadata AS jsonb), r.created_at,"
     " r.updated_at"
     " FROM unnest(CAST(:i_id AS uuid[]), CAST(:i_subject AS text[]),"
     " CAST(:i_subject_key AS text[]), CAST(:i_content AS text[]), CAST(:i_category AS text[]),"
     " CAST(:i_confidence AS float8[]), CAST(:i_status AS text[]), CAST(:i_explicit AS bool[]),"
-    " CAST(:i_embedding AS text[]), CAST(:i_superseded_by AS uuid[]),"
+    " CAST(:i_embedding AS vector[]), CAST(:i_superseded_by AS uuid[]),"
     " CAST(:i_contradicts AS text[]), CAST(:i_derived_from AS text[]),"
     " CAST(:i_evidence_count AS int[]), CAST(:i_last_evidence_at AS timestamptz[]),"
     " CAST(:i_valid_from AS timestamptz[]), CAST(:i_valid_to AS timestamptz[]),"
@@ -248,7 +248,7 @@ _PLAIN = (
 def _insert_params(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     params: dict[str, Any] = {f"i_{name}": [r[name] for r in rows] for name in _PLAIN}
     params["i_embedding"] = [
-        None if r["embedding"] is None else vector_literal(r["embedding"]) for r in rows
+        None if r["embedding"] is None else PgVector(r["embedding"]) for r in rows
     ]
     params["i_contradicts"] = [_uuids(r["contradicts"]) for r in rows]
     params["i_derived_from"] = [_uuids(r["derived_from"]) for r in rows]
