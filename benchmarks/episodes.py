@@ -40,6 +40,7 @@ import numpy.typing as npt
 from asyncpg.connection import Connection
 from asyncpg.prepared_stmt import PreparedStatement
 from asyncpg.transaction import Transaction
+from machine import cpu_ns_per_step
 from sqlalchemy import text
 
 from memory_kernel import HashingEmbedder, MemoryKernel, MemoryKernelConfig
@@ -316,7 +317,7 @@ async def _pair(kernel: MemoryKernel, run: Run, i: int, text_: str, rng: random.
 
 def report(run: Run, baseline: list[float], ops: int) -> None:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"load average (1, 5, 15 min): {load}")
+    print(f"load average (1, 5, 15 min): {load}; CPU now: {cpu_ns_per_step():.0f} ns/step")
     print(f"{'operation':<28}{'n':>6}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}")
     rows = (
         ("start (dedup)", run.starts),

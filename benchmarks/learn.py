@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine import cpu_ns_per_step
 from sqlalchemy import event, text
 
 from memory_kernel import MemoryKernel, MemoryKernelConfig
@@ -266,6 +267,7 @@ def main() -> None:
     results = {
         size: asyncio.run(_run(size, args.learns, args.batch, args.dsn)) for size in args.sizes
     }
+    print(f"CPU now: {cpu_ns_per_step():.0f} ns/step (benchmarks/machine.py: lower is faster)")
     print(f"{'existing facts':>15} {'learn p50 ms':>13} {'learn p99 ms':>13} {'learn_many/s':>13}"
           f" {'load avg':>9}")  # fmt: skip
     for size, r in results.items():

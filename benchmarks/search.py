@@ -40,6 +40,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 import numpy.typing as npt
+from machine import cpu_ns_per_step
 from pgvector.asyncpg import register_vector
 from rich.console import Console
 from rich.table import Table
@@ -373,7 +374,9 @@ async def run_open(
 
 def report(results: list[Result], agents: int) -> None:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    table = Table(title=f"per-agent top-{K} search, {agents} agents, {DIM}-d (load {load})")
+    cpu = cpu_ns_per_step()
+    title = f"per-agent top-{K} search, {agents} agents, {DIM}-d"
+    table = Table(title=f"{title} (load {load}, CPU {cpu:.0f} ns/step)")
     for column in ("rows", "design", "recall@10", "p50 ms", "p99 ms", "note"):
         table.add_column(column, justify="left" if column in ("design", "note") else "right")
     for r in results:
