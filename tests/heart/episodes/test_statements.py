@@ -5,6 +5,7 @@ agent's own HNSW partition."""
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -74,34 +75,33 @@ async def test_an_end_is_three_statements_four_with_a_target(kernel: MemoryKerne
     assert len(sent) == 3 + 4, sent  # ... and the target, locked
 
 
-def test_hot_path_statements_are_cacheable() -> None:
-    """A statement without a cache key is compiled on every call (the cost this avoids)."""
-    prebuilt = [
-        repo._LOCK,
-        repo._SET_EF_ONLY,
-        repo._GET,
-        repo._GET_FOR_UPDATE,
-        repo._RECENT,
-        repo._LOCK_AND_RECENT,
-        repo._CANDIDATES,
-        repo._TARGETS,
-        writes._CREATE,
-        writes._CREATE_GUARDED,
-        writes._REUSE,
-    ]
-    # Every shape an end can take: ADD/NOT; REPLACE (± repoint); MERGE, new or head winning.
-    new = ("admission", "artifacts", "embedding", "ended_at", "outcome", "references")
-    merged = (*new, "canonical", "canonical_id", "usage_count")
-    aggregate = ("artifacts", "canonical", "canonical_id", "references", "usage_count")
-    shapes = [
-        (new, None, False, 2, 1),
-        (new, ("admission", "superseded_by", "updated_at"), False, 3, 1),
-        (new, ("admission", "superseded_by", "updated_at"), True, 3, 1),
-        (merged, ("canonical", "canonical_id", "updated_at"), True, 3, 1),
-        (merged, aggregate, False, 3, 1),
-    ]
-    prebuilt += [writes._build_complete(*shape) for shape in shapes]
-    assert all(stmt._generate_cache_key() is not None for stmt in prebuilt)
+class _CountingCache(weakref.WeakKeyDictionary[Any, Any]):
+    """``driver._COMPILED`` that counts the statements compiled."""
+
+    compiled = 0
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.compiled += 1
+        super().__setitem__(key, value)
+
+
+async def test_hot_path_statements_are_compiled_once(
+    kernel: MemoryKernel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``driver.core`` compiles a statement object once: start and end must reuse prebuilt
+    statements (one per shape), never build one per call."""
+    cache = _CountingCache()
+    monkeypatch.setattr(driver, "_COMPILED", cache)
+
+    async def round_of(agent: str) -> None:
+        assert (await run(kernel, "failure", agent=agent)).decision is AdmissionDecision.ADD
+        assert (await run(kernel, "success", agent=agent)).decision is AdmissionDecision.REPLACE
+
+    await round_of("a1")
+    first = cache.compiled
+    await round_of("a2")
+    await round_of("a3")
+    assert first > 0 and cache.compiled == first
 
 
 # -- the start lock and the guarded insert -------------------------------------------------

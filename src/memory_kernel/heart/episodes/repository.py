@@ -1,10 +1,10 @@
 """Episode rows: the reads (and small updates) of the episodes service. Functions take a
 connection, never commit, and always filter by ``agent_id`` (partition pruning, invariant 1).
 
-The statements of the hot paths (start, end) are built once, with bound parameters:
-building a SQLAlchemy statement and its cache key on every call cost more client CPU than
-the database spent running it. A statement object memoises its cache key, so executing a
-prebuilt one goes straight to the compiled-SQL cache. The writes are in ``writes.py``.
+The statements of the hot paths (start, end) are built once, with bound parameters, and
+run on the driver (``storage.driver.core`` compiles each statement object once): building
+and compiling a SQLAlchemy statement on every call cost more client CPU than the database
+spent running it. The writes are in ``writes.py``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ __all__ = [
     "get",
     "get_for_end",
     "increment_turns",
-    "lock",
     "lock_targets",
     "recent_ongoing",
     "search_text",
@@ -139,7 +138,6 @@ _ADVISORY = func.pg_advisory_xact_lock(bindparam("lock_key", type_=BigInteger))
 # Transaction-local (``is_local``): the pool's next user gets the configured value back.
 _SET_EF = func.set_config("hnsw.ef_search", bindparam("ef_search", type_=Text), literal(True))
 
-_LOCK = select(_ADVISORY)
 _SET_EF_ONLY = select(_SET_EF)
 _GET = select(*COLUMNS, _c.embedding).where(_c.agent_id == _AGENT, _c.id == _ID)
 _GET_FOR_UPDATE = _GET.with_for_update()
@@ -212,11 +210,6 @@ _TARGETS = (
     .where(_c.agent_id == _AGENT, _c.id == any_(bindparam("ids", type_=ARRAY(_c.id.type))))
     .with_for_update()
 )
-
-
-async def lock(conn: AsyncConnection, purpose: str, agent_id: str) -> None:
-    """Serialise ``purpose`` per agent until the transaction ends (other agents never wait)."""
-    await core(conn, _LOCK, {"lock_key": _lock_key(purpose, agent_id)})
 
 
 async def set_ef_search(conn: AsyncConnection, ef_search: int) -> None:
