@@ -74,6 +74,12 @@ _STEPS = (
 )
 
 
+def _one_word_changed(text_: str, rng: random.Random) -> str:
+    words = text_.split()
+    words[rng.randrange(len(words))] = rng.choice(_WORDS)
+    return " ".join(words)
+
+
 def summary(rng: random.Random) -> str:
     return " ".join(rng.choices(_WORDS, k=rng.randint(6, 12))) + f" task {rng.randint(0, 10**6)}"
 
@@ -407,6 +413,10 @@ async def run(args: argparse.Namespace) -> None:
                 f"\nadmission search at ef_search {ADMISSION_EF_SEARCH} vs exact scan: same "
                 f"candidates for {same}/{n} end queries ({found} candidates >= threshold)"
             )
+            # Near-duplicates (one word of a stored run changed): what admission must find.
+            near = [_one_word_changed(rng.choice(stored), rng) for _ in range(args.ops)]
+            same, n, found = await completeness(kernel, near)
+            print(f"  and for {n} near-duplicates of stored runs: {same}/{n} ({found} candidates)")
             if args.dsn:
                 async with kernel.database.transaction() as conn:
                     await conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
