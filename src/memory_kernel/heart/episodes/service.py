@@ -103,20 +103,15 @@ class EpisodeService:
         now = self._rt.clock.now()
         agent = episode.agent_id
         since = now - timedelta(seconds=self._cfg.episode_dedup_window_s)
-        if locked:
-            recent = await self._window(conn, agent, since, vector)
-            started = await self._reuse_or_create(conn, episode, vector, now, recent, None)
-            if started is None:
-                raise AssertionError("unreachable: an insert without a guard always writes")
-            return started
         # Starts of one agent are serialised (advisory lock) so concurrent identical starts
-        # see each other. The window read takes the lock itself, saving a round trip; its
-        # snapshot may predate the grant, so the insert re-checks the window (``seen``).
-        recent = await self._window(conn, agent, since, vector, lock=True)
+        # see each other. In a caller's transaction the window read takes the lock itself,
+        # saving a round trip; its snapshot may predate the grant, so the insert re-checks
+        # the window (``seen``).
+        recent = await self._window(conn, agent, since, vector, lock=not locked)
         seen = None
-        if len(recent) < self._cfg.episode_dedup_scan:
+        if not locked and len(recent) < self._cfg.episode_dedup_scan:
             seen = Seen(agent_id=agent, since=since, ids=[r.id for r in recent])
-        else:  # a full page: unseen rows and rows past the limit look alike, read again
+        elif not locked:  # a full page: unseen rows and rows past the limit look alike
             recent = await self._window(conn, agent, since, vector)
         started = await self._reuse_or_create(conn, episode, vector, now, recent, seen)
         if started is None:
