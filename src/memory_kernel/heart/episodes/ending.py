@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
+import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.episodes import repository as repo
@@ -136,7 +137,8 @@ class Admission:
         final = await self._end_vector(stored, stored_vector, args.summary, vector)
         # Searched with another vector (the summary is unchanged after all, or start could
         # not embed it): the candidates are searched again, with the final one.
-        searched = final is not None and final is found.searched
+        used = found.searched
+        searched = final is not None and used is not None and bool(np.array_equal(final, used))
         return _Read(stored, final, found.candidates if searched else None)
 
     async def _end_vector(
