@@ -59,16 +59,16 @@ _WORDS = [f"{a}{b}" for a in ("re", "de", "pro", "con", "sub", "tra", "ex", "in"
 
 #: How a statement of start/end is named in the breakdown (first matching marker wins).
 _STEPS = (
-    ("BEGIN;", "BEGIN + admission lock + settings"),
+    ("BEGIN;", "BEGIN + lock (start or admission) + settings"),
     ("COMMIT", "COMMIT (WAL flush)"),
     ("BEGIN", "BEGIN"),
     ("WITH e AS", "episode locked + admission top-k (one statement)"),
     ("SET indexed = true", "index worker batch (background, not in end)"),
-    ("INSERT INTO episodes", "insert episode + event (1 CTE, guarded)"),
+    ("INSERT INTO episodes", "insert episode + event (1 CTE)"),
     ("touched AS", "reuse episode + event (1 CTE)"),
     ("done AS", "complete + plan + events (1 CTE, row staged)"),
-    ("pg_advisory_xact_lock", "start lock + dedup window read (btree)"),
-    ("started_at >=", "dedup window re-read (after a concurrent start)"),
+    ("pg_advisory_xact_lock", "start lock + dedup window read (start_in)"),
+    ("started_at >=", "dedup window read (btree)"),
     ("FOR UPDATE", "lock REPLACE/MERGE target (+ group head)"),
     ("tiers", "admission top-k search (HNSW + staged tiers, judge path)"),
 )
