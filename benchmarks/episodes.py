@@ -44,7 +44,7 @@ from machine import cpu_ns_per_step
 from sqlalchemy import text
 
 from memory_kernel import HashingEmbedder, MemoryKernel, MemoryKernelConfig
-from memory_kernel.heart.episodes import repository as repo
+from memory_kernel.heart.episodes import admission_sql as reads
 from memory_kernel.heart.episodes.ending import ADMISSION_EF_SEARCH
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.storage.partitions import rebalance
@@ -168,25 +168,15 @@ class Breakdown:
             self.spent[self.phase, step] += seconds
             self.calls[self.phase, step] += 1
 
-    def timed(self, step: Callable[[Any], str], fn: Any) -> Any:
+    def timed(self, step: Callable[[Any, tuple[Any, ...]], str], fn: Any) -> Any:
+        """``fn(obj, *args)`` timed under ``step(obj, args)``."""
+
         async def wrapper(obj: Any, *args: Any, **kwargs: Any) -> Any:
             t0 = time.perf_counter()
             try:
                 return await fn(obj, *args, **kwargs)
             finally:
-                self.add(step(obj), time.perf_counter() - t0)
-
-        return wrapper
-
-    def timed_query(self, fn: Any) -> Any:
-        """``fn(connection, query, *args)`` timed under the query's step."""
-
-        async def wrapper(conn: Any, query: str, *args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return await fn(conn, query, *args, **kwargs)
-            finally:
-                self.add(_step(query), time.perf_counter() - t0)
+                self.add(step(obj, args), time.perf_counter() - t0)
 
         return wrapper
 
@@ -198,28 +188,30 @@ def _step(query: str) -> str:
     return " ".join(query.split()[:4])
 
 
+def _by_query(_conn: Any, args: tuple[Any, ...]) -> str:
+    return _step(args[0])
+
+
 @contextmanager
 def round_trip_timer(breakdown: Breakdown) -> Iterator[None]:
     """Time asyncpg's round trips (BEGIN, each statement, COMMIT) while the block runs."""
-    patched: list[tuple[type[Any], str, Any, Callable[[Any], str]]] = [
-        (Transaction, "start", Transaction.start, lambda _: "BEGIN"),
-        (Transaction, "commit", Transaction.commit, lambda _: "COMMIT (WAL flush)"),
-        (PreparedStatement, "fetch", PreparedStatement.fetch, lambda s: _step(s.get_query())),
+    patched: list[tuple[type[Any], str, Callable[[Any, tuple[Any, ...]], str]]] = [
+        (Transaction, "start", lambda *_: "BEGIN"),
+        (Transaction, "commit", lambda *_: "COMMIT (WAL flush)"),
+        (PreparedStatement, "fetch", lambda s, _: _step(s.get_query())),
+        # The driver path (storage.driver) calls the connection directly; its BEGIN and
+        # COMMIT are plain ``execute`` calls.
+        (Connection, "fetch", _by_query),
+        (Connection, "execute", _by_query),
     ]
-    # The driver path (storage.driver) calls the connection directly; its BEGIN and COMMIT
-    # are plain ``execute`` calls.
-    fetch, execute = Connection.fetch, Connection.execute
-    Connection.fetch = breakdown.timed_query(fetch)
-    Connection.execute = breakdown.timed_query(execute)
-    for cls, name, fn, step in patched:
+    originals = [(cls, name, getattr(cls, name)) for cls, name, _ in patched]
+    for (cls, name, step), (_, _, fn) in zip(patched, originals, strict=True):
         setattr(cls, name, breakdown.timed(step, fn))
     try:
         yield
     finally:
-        for cls, name, fn, _ in patched:
+        for cls, name, fn in originals:
             setattr(cls, name, fn)
-        Connection.fetch = fetch
-        Connection.execute = execute
 
 
 CLIENT_CPU = "~client CPU (python; overlaps the above)"
@@ -364,10 +356,10 @@ async def completeness(kernel: MemoryKernel, queries: list[str]) -> tuple[int, i
         found = []
         for exact in (False, True):
             async with kernel.database.transaction() as conn:
-                await repo.set_ef_search(conn, ADMISSION_EF_SEARCH)
+                await reads.set_ef_search(conn, ADMISSION_EF_SEARCH)
                 if exact:  # no index: a sequential scan and a sort, the exact answer
                     await conn.execute(text("SET LOCAL enable_indexscan = off"))
-                cands = await repo.candidates(
+                cands = await reads.candidates(
                     conn,
                     agent_id=AGENT,
                     vector=vector,

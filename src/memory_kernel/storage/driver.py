@@ -36,6 +36,7 @@ __all__ = [
     "AnyRow",
     "DriverRow",
     "abandon",
+    "as_rows",
     "core",
     "driver",
     "execute",
@@ -129,7 +130,11 @@ async def fetch(
     """Run a ``text()`` statement (named parameters) on the driver; the rows are
     ``DriverRow`` s, which answer like SQLAlchemy's rows (attributes, ``_mapping``)."""
     sql, names = positional(statement.text if isinstance(statement, TextClause) else statement)
-    records = await run(conn, sql, *[params[n] for n in names])
+    return as_rows(await run(conn, sql, *[params[n] for n in names]))
+
+
+def as_rows(records: list[Any]) -> list[AnyRow]:
+    """Driver records as rows that answer like SQLAlchemy's."""
     return cast(list[AnyRow], [DriverRow(r) for r in records])
 
 
@@ -188,8 +193,7 @@ async def core(
     values, so a JSONB or vector parameter travels as SQLAlchemy would send it). The rows
     are ``DriverRow`` s; the driver's codecs already decode every column type used here."""
     compiled = _compile(statement, conn.dialect)
-    records = await run(conn, compiled.sql, *compiled.args(params))
-    return cast(list[AnyRow], [DriverRow(r) for r in records])
+    return as_rows(await run(conn, compiled.sql, *compiled.args(params)))
 
 
 async def simple(conn: AsyncConnection, sql: str) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,7 +43,7 @@ from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import operators
 
-from memory_kernel.storage.driver import AnyRow, DriverRow, run
+from memory_kernel.storage.driver import AnyRow, as_rows, run
 
 __all__ = [
     "SEARCHABLE",
@@ -163,9 +163,8 @@ async def nearest(
         names, filters, values = plain
         sql = _driver_sql(table.name, names, filters)
         vec = np.asarray(vector, dtype=np.float32)
-        records = await run(conn, sql, agent_id, vec, k, *values)
         # Row-compatible for every caller (attribute access, ``_mapping``).
-        return cast(Sequence[AnyRow], [DriverRow(r) for r in records])
+        return as_rows(await run(conn, sql, agent_id, vec, k, *values))
     where = [table.c.agent_id == agent_id, *where]
     rows: Sequence[AnyRow] = (
         await conn.execute(knn_select(table, columns, where, vector, k))

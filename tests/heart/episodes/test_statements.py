@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from memory_kernel import MemoryKernel
+from memory_kernel.heart.episodes import admission_sql as reads
 from memory_kernel.heart.episodes import repository as repo
 from memory_kernel.heart.episodes import writes
 from memory_kernel.heart.episodes.dedup import OngoingEpisode
@@ -202,8 +203,8 @@ async def test_ef_search_is_lowered_for_the_end_transaction_only(kernel: MemoryK
     started = await kernel.heart.episodes.start(_ep(TASK))
     configured = str(kernel.config.storage.hnsw_ef_search)
     show = "SELECT current_setting('hnsw.ef_search') AS ef"
-    async with kernel.database.lean_transaction(repo.admission_opening("a1", 17)) as conn:
-        found = await repo.get_for_end(
+    async with kernel.database.lean_transaction(reads.admission_opening("a1", 17)) as conn:
+        found = await reads.get_for_end(
             conn, agent_id="a1", episode_id=started.episode.id, vector=None, k=3,
             min_similarity=0.7,
         )  # fmt: skip
@@ -220,12 +221,12 @@ async def test_the_end_read_searches_with_the_vector_given_else_the_stored_one(
     other = "Translate the onboarding guide into German for the Berlin office"
     started = await kernel.heart.episodes.start(_ep(other))
     given = (await kernel.embedder.embed([TASK]))[0]
-    async with kernel.database.lean_transaction(repo.admission_opening("a1", 40)) as conn:
-        by_stored = await repo.get_for_end(
+    async with kernel.database.lean_transaction(reads.admission_opening("a1", 40)) as conn:
+        by_stored = await reads.get_for_end(
             conn, agent_id="a1", episode_id=started.episode.id, vector=None, k=3,
             min_similarity=0.7,
         )  # fmt: skip
-        by_given = await repo.get_for_end(
+        by_given = await reads.get_for_end(
             conn, agent_id="a1", episode_id=started.episode.id, vector=given, k=3,
             min_similarity=0.7,
         )  # fmt: skip

@@ -2,8 +2,8 @@
 
 With the rule judge an end is one transaction of three statements (four for a
 REPLACE/MERGE): ``BEGIN`` with the agent's admission lock, a lower ``ef_search`` and
-generic plans (``repo.admission_opening``); the episode locked and its top-k candidates,
-searched in the same statement (``repo.get_for_end``); the whole write (episode, target,
+generic plans (``reads.admission_opening``); the episode locked and its top-k candidates,
+searched in the same statement (``reads.get_for_end``); the whole write (episode, target,
 merge group, audit rows) in one. An LLM judge is asked *outside* any transaction (it may
 take seconds); the decision is then re-checked and written under the admission lock: if
 the candidates changed meanwhile, the rules decide on the fresh ones.
@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.heart.episodes import admission_sql as reads
 from memory_kernel.heart.episodes import repository as repo
 from memory_kernel.heart.episodes.admission import (
     AdmissionPlan,
@@ -62,7 +63,7 @@ _ADMISSION_EVENT = 1
 class _Read(NamedTuple):
     episode: Episode
     vector: Vector | None
-    candidates: list[repo.Candidate] | None  # None: not searched with ``vector``
+    candidates: list[reads.Candidate] | None  # None: not searched with ``vector``
 
 
 class _Decided(NamedTuple):
@@ -110,7 +111,7 @@ class Admission:
             return await self._admit(conn, args, read, answer)
 
     def _opening(self, agent_id: str) -> list[str]:
-        return repo.admission_opening(agent_id, self._ef_search)
+        return reads.admission_opening(agent_id, self._ef_search)
 
     async def _read(
         self,
@@ -122,7 +123,7 @@ class Admission:
         """The ongoing episode, locked, the vector of its final summary and its admission
         candidates, searched in the same round trip with ``vector`` (the final summary's,
         when the caller has it) or else the stored vector."""
-        found = await repo.get_for_end(
+        found = await reads.get_for_end(
             conn,
             agent_id=args.agent_id,
             episode_id=episode_id,
@@ -237,12 +238,12 @@ class Admission:
         merge = verdict.decision is AdmissionDecision.MERGE
         head_id = heads.get(target_id) if merge else None
         ids = [target_id] if head_id is None else [target_id, head_id]
-        found = await repo.lock_targets(conn, agent_id=agent, episode_ids=ids)
+        found = await reads.lock_targets(conn, agent_id=agent, episode_ids=ids)
         target = found.get(target_id)
         if merge and target is not None and target.canonical_id is not None:
             group = target.canonical_id
             if group not in found:  # the group moved since the search read it
-                found = await repo.lock_targets(conn, agent_id=agent, episode_ids=[group])
+                found = await reads.lock_targets(conn, agent_id=agent, episode_ids=[group])
             head = found.get(group)
             if head is not None and head.admission is AdmissionStatus.ACTIVE:
                 return head
@@ -254,12 +255,12 @@ class Admission:
         agent: str,
         run: AdmissionRun,
         vector: Vector | None,
-        found: list[repo.Candidate] | None = None,
+        found: list[reads.Candidate] | None = None,
     ) -> tuple[AdmissionRequest, dict[uuid.UUID, uuid.UUID | None]]:
         """The request for ``run`` and the merge-group head of each candidate (``found``:
         the candidates, when already searched with ``vector``)."""
         if found is None and vector is not None:
-            found = await repo.candidates(
+            found = await reads.candidates(
                 conn,
                 agent_id=agent,
                 vector=vector,
@@ -279,7 +280,7 @@ class Admission:
         pre-filter decides anyway. Failures and timeouts become an answer with an error."""
         async with self._rt.db.connection() as conn:
             # The same ef_search as the re-check under the lock, so the same candidates.
-            await repo.set_ef_search(conn, self._ef_search)
+            await reads.set_ef_search(conn, self._ef_search)
             request, _ = await self._request(conn, agent, run, vector)
         if prefilter(request, threshold=self._cfg.admission_similarity) is not None:
             return None

@@ -124,8 +124,9 @@ def opening(agent_ids: Iterable[str]) -> list[str]:
         *taken,
         "SET LOCAL enable_seqscan = off",
         "SET LOCAL hnsw.ef_search = 40",
-        # Read and write planned once per connection, not per learn (see episodes'
-        # admission_opening): learn p50 7.3-7.6 -> 5.7 ms at 10k facts, same run.
+        # Read and write planned once per connection, not per learn (see
+        # episodes.admission_sql.admission_opening): learn p50 7.3-7.6 -> 5.7 ms at 10k
+        # facts, same run.
         "SET LOCAL plan_cache_mode = force_generic_plan",
     ]
 
