@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select, text
 
 from memory_kernel import MemoryKernel
+from memory_kernel.heart.facts import batch
 from memory_kernel.models.facts import FactInput, LearnAction
 from memory_kernel.storage.tables import facts, memory_events
 
@@ -139,3 +140,25 @@ async def test_learn_many_in_gives_the_planner_settings_back(kernel: MemoryKerne
         await svc.learn_many_in(conn, [FactInput(agent_id="a", content="Ops sync is at 9.")])
         await svc.learn_many_in(conn, [FactInput(agent_id="a", content="Ops sync is at 9.")])
         assert (await conn.execute(show)).one() == before
+
+
+@pytest.mark.parametrize("chunk", [1, 3])
+async def test_a_batch_read_in_chunks_leaves_the_state_of_one_by_one(
+    kernel: MemoryKernel, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """learn_many reads its candidates a chunk at a time (the next chunk's read runs while
+    this one is decided): a stored fact the batch retired or reinforced in an earlier chunk
+    comes back in a later chunk's read and must be taken as the batch left it. Two agents
+    interleaved, so a chunk holds reads of both."""
+    monkeypatch.setattr(batch, "_READ_CHUNK", chunk)
+    svc = kernel.heart.facts
+    for agent in ("seq-x", "seq-y", "bat-x", "bat-y"):
+        await _learn_stored(kernel, agent)
+    for agent in ("seq-x", "seq-y"):
+        for f in _batch(agent):
+            await svc.learn(f)
+    mixed = [f for pair in zip(_batch("bat-x"), _batch("bat-y"), strict=True) for f in pair]
+    await svc.learn_many(mixed)
+    for seq, bat in (("seq-x", "bat-x"), ("seq-y", "bat-y")):
+        assert await _state(kernel, bat) == await _state(kernel, seq)
+        assert await _events(kernel, bat) == await _events(kernel, seq)

@@ -3,11 +3,14 @@
 ``learn`` is a batch of one, so single and batch learns share every rule. Within a batch the
 facts are decided one after the other against the stored facts *and* the batch's earlier
 facts (a duplicate inside the batch is reinforced, a later value supersedes an earlier one),
-then everything is written with a handful of bulk statements.
+then everything is written with a handful of bulk statements. The candidates are read a
+chunk at a time, the next chunk's read running on the server while this process decides the
+current one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -107,6 +110,8 @@ class _Agent:
         self.k = k
         self.capacity = capacity
         self.known: dict[uuid.UUID, _Known] = {}
+        # Retired by this batch: a later chunk's read (same stored state) must not revive it.
+        self.retired: set[uuid.UUID] = set()
         self.subject_ids: dict[str, set[uuid.UUID]] = {}
         self.similar: dict[int, list[tuple[uuid.UUID, float]]] = {}
         self.same_text: dict[int, list[uuid.UUID]] = {}
@@ -134,11 +139,14 @@ class _Agent:
         return [(self.new_ids[i], float(sims[i])) for i in top]
 
     def add_known(self, known: _Known) -> None:
+        if known.id in self.retired:
+            return
         self.known[known.id] = known
         if known.subject_key:
             self.subject_ids.setdefault(known.subject_key, set()).add(known.id)
 
     def retire(self, fact_id: uuid.UUID) -> None:
+        self.retired.add(fact_id)
         known = self.known.pop(fact_id, None)
         if known is not None and known.subject_key:
             self.subject_ids[known.subject_key].discard(fact_id)
@@ -179,11 +187,11 @@ async def _load_agent(
     agent_id: str,
     items: list[tuple[int, Prepared]],
     state: _Agent,
+    fetch: int,
 ) -> None:
+    """Read the candidates of ``items`` (``fetch`` nearest facts per vector) into ``state``."""
     keys = sorted({p.subject_key for _, p in items if p.subject_key})
     with_vec = [(i, p.vector) for i, p in items if p.vector is not None]
-    # Spare neighbours only when earlier items of the batch may retire some of them.
-    fetch = state.k if len(items) == 1 else state.k * 2
     found = await learn_sql.read_candidates(
         conn, agent_id, vectors=[v for _, v in with_vec], keys=keys, k=fetch
     )
@@ -306,6 +314,44 @@ def _reinforce(
     )  # fmt: skip
 
 
+#: Items per pipelined read of a batch.
+_READ_CHUNK = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _ReadJob:
+    """The candidates to read for one agent's items of a stretch of the batch; items
+    before ``end`` (an input index) are all covered once it and the jobs before it ran."""
+
+    agent_id: str
+    items: list[tuple[int, Prepared]]
+    end: int
+
+
+def _reads(groups: dict[str, list[tuple[int, Prepared]]]) -> list[_ReadJob]:
+    """The batch's reads in input order: for every ``_READ_CHUNK`` items, one read per agent
+    with admitted items among them (the last one of the stretch ends it)."""
+    total = sum(len(m) for m in groups.values())
+    jobs: list[_ReadJob] = []
+    for start in range(0, total, _READ_CHUNK):
+        end = min(start + _READ_CHUNK, total)
+        stretch = [
+            (agent_id, [(i, p) for i, p in members if start <= i < end and p.admission.admitted])
+            for agent_id, members in groups.items()
+        ]
+        reading = [(a, m) for a, m in stretch if m] or [("", [])]  # ("", []): nothing to read
+        last = len(reading) - 1
+        jobs += [_ReadJob(a, m, end if j == last else start) for j, (a, m) in enumerate(reading)]
+    return jobs
+
+
+async def _load(
+    conn: AsyncConnection, job: _ReadJob, states: dict[str, _Agent], fetch: int
+) -> None:
+    if job.items:
+        await _load_agent(conn, job.agent_id, job.items, states[job.agent_id], fetch)
+
+
 async def learn_batch(
     conn: AsyncConnection,
     items: Sequence[Prepared],
@@ -323,16 +369,34 @@ async def learn_batch(
     groups: dict[str, list[tuple[int, Prepared]]] = {}
     for i, p in enumerate(items):
         groups.setdefault(p.input.agent_id, []).append((i, p))
-    states: dict[str, _Agent] = {}
-    for agent_id, members in groups.items():
-        states[agent_id] = _Agent(thresholds, k, capacity=len(members))
-        await _load_agent(conn, agent_id, [m for m in members if m[1].admission.admitted],
-                          states[agent_id])  # fmt: skip
+    states = {a: _Agent(thresholds, k, capacity=len(m)) for a, m in groups.items()}
+    # Spare neighbours only when earlier items of the batch may retire some of them.
+    fetch = k if len(items) == 1 else k * 2
+    reads = _reads(groups)
     writes = Writes()
     decided: list[_Decided] = []
     agent_of: dict[uuid.UUID, str] = {}
-    for i, p in enumerate(items):
-        decided.append(_decide(i, p, now, states[p.input.agent_id], writes))
+    # Pipelined: the server searches the next chunk's neighbours while this process decides
+    # the current chunk (two cores at work instead of one waiting for the other).
+    ahead: asyncio.Task[None] | None = None
+    loaded = 0  # items before this index have their candidates in ``states``
+    try:
+        for i, p in enumerate(items):
+            while loaded <= i:
+                if ahead is None:
+                    await _load(conn, reads[0], states, fetch)
+                else:
+                    await ahead
+                loaded = reads.pop(0).end
+                ahead = None
+                if reads:
+                    ahead = asyncio.create_task(_load(conn, reads[0], states, fetch))
+                    await asyncio.sleep(0)  # let it send the read before deciding
+            decided.append(_decide(i, p, now, states[p.input.agent_id], writes))
+    finally:
+        if ahead is not None:  # a decision failed: the transaction is abandoned anyway
+            ahead.cancel()
+            await asyncio.gather(ahead, return_exceptions=True)
     for p, d in zip(items, decided, strict=True):
         if d.row is not None:
             agent_of[d.row["id"]] = p.input.agent_id
