@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import event
 
 from memory_kernel import MemoryKernel
+from memory_kernel.heart.facts import batch as batch_module
 from memory_kernel.models.facts import FactInput
 from memory_kernel.models.turns import TurnHandle, TurnInput, TurnOutcome
 from memory_kernel.testing import FakeEmbedder, FrozenClock
@@ -112,7 +113,15 @@ async def test_post_turn_cancelled_at_every_statement(quiet_kernel: MemoryKernel
     await _check_every_statement(quiet_kernel, prepare, post, "pt")
 
 
-async def test_learn_many_cancelled_at_every_statement(quiet_kernel: MemoryKernel) -> None:
+@pytest.mark.parametrize("chunk", [64, 2])
+async def test_learn_many_cancelled_at_every_statement(
+    quiet_kernel: MemoryKernel, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """Chunk 2: the batch's candidates are read in three chunks, the next one's read in
+    flight (in its own task) while the current chunk is decided — a cancellation may land
+    on either."""
+    monkeypatch.setattr(batch_module, "_READ_CHUNK", chunk)
+
     async def nothing(_agent: str) -> None:
         return None
 
@@ -123,7 +132,7 @@ async def test_learn_many_cancelled_at_every_statement(quiet_kernel: MemoryKerne
         ]
         return await quiet_kernel.heart.facts.learn_many(batch)
 
-    await _check_every_statement(quiet_kernel, nothing, learn, "lm")
+    await _check_every_statement(quiet_kernel, nothing, learn, f"lm{chunk}")
 
 
 async def test_post_turn_cancelled_while_embedding_or_checking_out(
