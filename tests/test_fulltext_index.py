@@ -1,0 +1,89 @@
+"""Full-text indexes without a pending list: every ``search_tsv`` GIN index — the default
+partitions' and those of agents promoted later — is built with ``fastupdate = off``, so new
+rows go into the index itself and a text lookup never reads an unsorted backlog (which made
+one take 11-20 ms after a few thousand writes). Real Postgres."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import text
+
+from memory_kernel import MemoryKernel
+from memory_kernel.models.episodes import EpisodeInput
+from memory_kernel.models.facts import FactInput
+from memory_kernel.storage.partitions import rebalance
+from memory_kernel.testing import FakeEmbedder, FrozenClock
+from tests.conftest import schema_config
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+BIG = "big"
+
+_GIN_INDEXES = text(
+    "SELECT i.indexrelid::regclass::text AS name, c.reloptions AS options,"
+    " CAST(c.relkind AS text) AS kind"
+    " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+    " JOIN pg_am am ON am.oid = c.relam JOIN pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE am.amname = 'gin' AND n.nspname = current_schema() ORDER BY 1"
+)
+
+
+@pytest.fixture
+async def kernel(pg_dsn: str, drop_schema: str) -> AsyncIterator[MemoryKernel]:
+    """Agent ``big`` promoted to partitions of its own after 150 facts and 120 episodes."""
+    config = schema_config(
+        drop_schema,
+        storage={"dedicated_partition_rows": 100, "index_worker": False},
+        consolidation={"embed_worker": False},
+    )
+    async with MemoryKernel.open(
+        pg_dsn, config=config, clock=FrozenClock(NOW), embedder=FakeEmbedder()
+    ) as kernel:
+        await kernel.heart.facts.learn_many(
+            [FactInput(agent_id=BIG, content=f"Service {i} runs job {i * 7}.") for i in range(150)]
+        )
+        for i in range(120):
+            await kernel.heart.episodes.start(
+                EpisodeInput(agent_id=BIG, session_id=f"s{i}", summary=f"migrate shard {i}")
+            )
+        promoted = await rebalance(kernel.database, NOW)
+        assert {p.table for p in promoted} == {"facts", "episodes"}
+        yield kernel
+
+
+async def test_every_full_text_index_has_no_pending_list(kernel: MemoryKernel) -> None:
+    async with kernel.database.connection() as conn:
+        found = (await conn.execute(_GIN_INDEXES)).all()
+    names = [r.name for r in found]
+    # The partitioned indexes, the default partitions' and the promoted agent's partitions'.
+    assert sum("_default_" in n for n in names) == 3
+    assert sum("_a_" in n for n in names) == 2
+    assert all(r.options == ["fastupdate=off"] for r in found), found
+
+
+async def test_writes_leave_no_pending_entries_to_read(kernel: MemoryKernel) -> None:
+    """Facts stored without a vector (found by their words), facts with one and episodes,
+    in the promoted partitions and the shared one: nothing waits in a pending list."""
+    for agent in (BIG, "small"):
+        await kernel.heart.facts.learn_many(
+            [
+                FactInput(
+                    agent_id=agent, content=f"Queue {i} drains at {i} a.m.", defer_embedding=d
+                )
+                for i in range(40)
+                for d in (True, False)
+            ]
+        )
+        await kernel.heart.episodes.start(
+            EpisodeInput(agent_id=agent, session_id="late", summary="rotate the signing keys")
+        )
+    async with kernel.database.transaction() as conn:
+        for row in (await conn.execute(_GIN_INDEXES)).all():
+            if row.kind == "I":  # a partitioned index: no pages of its own
+                continue
+            pending = await conn.scalar(
+                text("SELECT gin_clean_pending_list(CAST(:i AS regclass))"), {"i": row.name}
+            )
+            assert pending == 0, f"{row.name}: {pending} pending pages"
