@@ -162,3 +162,32 @@ async def test_a_batch_read_in_chunks_leaves_the_state_of_one_by_one(
     for seq, bat in (("seq-x", "bat-x"), ("seq-y", "bat-y")):
         assert await _state(kernel, bat) == await _state(kernel, seq)
         assert await _events(kernel, bat) == await _events(kernel, seq)
+
+
+@pytest.mark.parametrize("chunk", [1, 64])
+async def test_facts_without_a_vector_are_matched_by_their_words_in_a_batch(
+    kernel: MemoryKernel, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """Facts stored without a vector (deferred) are found by their words, in the batch's
+    read: a repeat — of a stored fact, or of one earlier in the batch, in another case and
+    punctuation — is reinforced, as one-by-one learns do."""
+    monkeypatch.setattr(batch, "_READ_CHUNK", chunk)
+    svc = kernel.heart.facts
+    stored = ["Kai owns the deploy pipeline.", "The cache holds 20 GB."]
+    texts = ["kai owns the DEPLOY pipeline", "Lena runs the Friday retro.", "The cache holds 20 GB",
+             "lena runs the friday retro!", "Sam owns billing."]  # fmt: skip
+    for agent in ("seq", "bat"):
+        for content in stored:
+            await svc.learn(FactInput(agent_id=agent, content=content, defer_embedding=True))
+    inputs = {
+        a: [FactInput(agent_id=a, content=t, defer_embedding=True) for t in texts]
+        for a in ("seq", "bat")
+    }
+    one_by_one = [await svc.learn(f) for f in inputs["seq"]]
+    batched = await svc.learn_many(inputs["bat"])
+    assert [o.action for o in batched] == [o.action for o in one_by_one]
+    assert [o.action for o in batched] == [
+        LearnAction.REINFORCED, LearnAction.ADDED, LearnAction.REINFORCED,
+        LearnAction.REINFORCED, LearnAction.ADDED,
+    ]  # fmt: skip
+    assert await _state(kernel, "bat") == await _state(kernel, "seq")

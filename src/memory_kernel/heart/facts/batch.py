@@ -118,10 +118,13 @@ class _Agent:
         # The batch's own facts with vectors, as a matrix: one product per item, not a loop.
         self.new_ids: list[uuid.UUID] = []
         self.rows: dict[uuid.UUID, dict[str, Any]] = {}  # rows this batch creates, by id
+        # The batch's own facts by their words: what a read finds by text for a stored fact.
+        self.new_by_words: dict[tuple[str, ...], list[uuid.UUID]] = {}
         self._matrix: Vector | None = None
 
     def add_new(self, known: _Known) -> None:
         self.add_known(known)
+        self.new_by_words.setdefault(known.features.words, []).append(known.id)
         if known.row is not None:
             self.rows[known.id] = known.row
         if known.vector is not None:
@@ -158,9 +161,13 @@ class _Agent:
         for fact_id, sim in self.similar.get(index, []):
             if fact_id in self.known:
                 sims[fact_id] = sim
-        for fact_id in self.same_text.get(index, []):
-            if fact_id in self.known:
-                sims.setdefault(fact_id, None)
+        if p.vector is None:  # matched by its words, among stored facts and the batch's own
+            for fact_id in [
+                *self.same_text.get(index, []),
+                *self.new_by_words.get(p.features.words, []),
+            ]:
+                if fact_id in self.known:
+                    sims.setdefault(fact_id, None)
         if p.vector is not None:
             for fact_id, sim in self._batch_similar(p.vector):
                 if fact_id in self.known:
@@ -192,8 +199,14 @@ async def _load_agent(
     """Read the candidates of ``items`` (``fetch`` nearest facts per vector) into ``state``."""
     keys = sorted({p.subject_key for _, p in items if p.subject_key})
     with_vec = [(i, p.vector) for i, p in items if p.vector is not None]
+    wordy = [(i, p) for i, p in items if p.vector is None]
     found = await learn_sql.read_candidates(
-        conn, agent_id, vectors=[v for _, v in with_vec], keys=keys, k=fetch
+        conn,
+        agent_id,
+        vectors=[v for _, v in with_vec],
+        keys=keys,
+        k=fetch,
+        texts=[p.input.content for _, p in wordy],
     )
     for row in found.by_subject:
         state.add_known(_known(row, row.embedding))
@@ -202,15 +215,11 @@ async def _load_agent(
         for row in rows:
             if row.id not in state.known:
                 state.add_known(_known(row, None))
-    for i, p in items:
-        if p.vector is None and p.admission.admitted:
-            matches = await repo.same_text(conn, agent_id, p.input.content)
-            state.same_text[i] = [
-                r.id for r in matches if features(r.content).words == p.features.words
-            ]
-            for row in matches:
-                if row.id not in state.known:
-                    state.add_known(_known(row, row.embedding))
+    for (i, p), rows in zip(wordy, found.same_text, strict=True):
+        state.same_text[i] = [r.id for r in rows if features(r.content).words == p.features.words]
+        for row in rows:
+            if row.id not in state.known:
+                state.add_known(_known(row, row.embedding))
 
 
 def _known(row: AnyRow, vector: Any) -> _Known:

@@ -66,21 +66,33 @@ _SUBJECT = (
     " AND f.status IN ('active', 'pending_embed')"
 )
 
+# Facts without a vector are matched by their words (the caller compares them exactly):
+# the current facts whose full-text vector holds every word of the text, up to 50 per text.
+_SAME_TEXT = (
+    "SELECT -t.ord AS ord, m.id, m.content, m.subject_key, m.valid_from,"
+    " CAST(NULL AS float8) AS distance, m.embedding"
+    " FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY AS t(body, ord)"
+    " CROSS JOIN LATERAL (SELECT f.id, f.content, f.subject_key, f.valid_from, f.embedding"
+    " FROM facts f WHERE f.agent_id = :agent_id AND f.status IN ('active', 'pending_embed')"
+    " AND f.search_tsv @@ plainto_tsquery('english', t.body) LIMIT 50) AS m"
+)
+
 
 @cache
-def _read_statement(knn: bool, subject: bool) -> TextClause:
-    parts = [_KNN] if knn else []
-    if subject:
-        parts += ["UNION ALL", _SUBJECT] if knn else [_SUBJECT]
-    return text(" ".join(parts))
+def _read_statement(knn: bool, subject: bool, same_text: bool) -> TextClause:
+    parts = [
+        p for p, wanted in ((_KNN, knn), (_SUBJECT, subject), (_SAME_TEXT, same_text)) if wanted
+    ]
+    return text(" UNION ALL ".join(parts))
 
 
 @dataclass(slots=True)
 class Candidates:
-    """What one read found: the nearest facts per vector (in input order) and the current
-    facts of the subjects asked for."""
+    """What one read found: the nearest facts per vector and the facts with the words of
+    each text (both in input order), and the current facts of the subjects asked for."""
 
     nearest: list[list[AnyRow]] = field(default_factory=list)
+    same_text: list[list[AnyRow]] = field(default_factory=list)
     by_subject: list[AnyRow] = field(default_factory=list)
 
 
@@ -91,22 +103,30 @@ async def read_candidates(
     vectors: Sequence[Vector],
     keys: Sequence[str],
     k: int,
+    texts: Sequence[str] = (),
 ) -> Candidates:
-    """The ``k`` nearest searchable facts of each vector and the current facts of ``keys``,
-    in one round trip."""
-    found = Candidates(nearest=[[] for _ in vectors])
-    if not vectors and not keys:
+    """The ``k`` nearest searchable facts of each vector, the current facts holding the
+    words of each of ``texts`` (for facts without a vector) and the current facts of
+    ``keys``, in one round trip."""
+    found = Candidates(nearest=[[] for _ in vectors], same_text=[[] for _ in texts])
+    if not vectors and not keys and not texts:
         return found
     params: dict[str, Any] = {"agent_id": agent_id}
     if vectors:
         params |= {"vectors": [PgVector(v) for v in vectors], "k": k}
     if keys:
         params["keys"] = list(keys)
-    for row in await driver.fetch(conn, _read_statement(bool(vectors), bool(keys)), params):
+    if texts:
+        params["texts"] = list(texts)
+    statement = _read_statement(bool(vectors), bool(keys), bool(texts))
+    # ``ord`` tells the parts apart: n > 0 the n-th vector, 0 a subject, -n the n-th text.
+    for row in await driver.fetch(conn, statement, params):
         if row.ord == 0:
             found.by_subject.append(row)
-        else:
+        elif row.ord > 0:
             found.nearest[int(row.ord) - 1].append(row)
+        else:
+            found.same_text[-int(row.ord) - 1].append(row)
     return found
 
 

@@ -43,7 +43,6 @@ __all__ = [
     "pending",
     "reinforce",
     "restore_settings",
-    "same_text",
     "supersede",
     "text_search",
     "to_fact",
@@ -149,22 +148,6 @@ async def restore_settings(conn: AsyncConnection, saved: dict[str, str]) -> None
             ),
             {"s": saved["enable_seqscan"], "e": saved["hnsw.ef_search"]},
         )
-
-
-async def same_text(conn: AsyncConnection, agent_id: str, content: str) -> Sequence[AnyRow]:
-    """Current facts whose words match ``content`` (full-text prefilter; the caller compares
-    exactly). The path for facts that have no vector."""
-    query = func.plainto_tsquery(_ENGLISH, cast(content, Text))
-    stmt = (
-        select(*_CANDIDATE_COLUMNS)
-        .where(
-            facts.c.agent_id == agent_id,
-            facts.c.status.in_(CURRENT),
-            facts.c.search_tsv.bool_op("@@")(query),
-        )
-        .limit(50)
-    )
-    return (await conn.execute(stmt)).all()
 
 
 async def neighbours(
