@@ -1,12 +1,15 @@
 """Full-text indexes without GIN's pending list (``fastupdate = off``).
 
 With ``fastupdate`` on (Postgres's default) new rows' words go to an unsorted pending list
-that every search of the index reads in full, until a vacuum or 4 MB of it merges the list
-into the index. After a few thousand learns a text lookup of one agent's facts took 11-20 ms
-instead of 0.1-0.5 ms (measured on 12k facts: the exact-text check of facts stored without a
-vector ran at 40 learns/s), and so did every full-text part of a search or of ``pre_turn``'s
-recall. Off, each write inserts its words into the index itself: a steady cost per row
-instead of a search that slows down as writes pile up.
+that every search of the index reads in full, until 4 MB of it or a vacuum merges it into
+the index. After a few thousand learns a text lookup of one agent's facts took 11-20 ms
+instead of 0.1-0.5 ms (12k facts: the exact-text check of facts stored without a vector ran
+at 40 learns/s), and so did every full-text part of a search and of ``pre_turn``'s recall.
+Off, each write puts its words into the index itself: +0.1-0.15 ms of database time per
+episode start or end (benchmarks/episodes.py, same run) for reads that stay fast. The
+smallest list Postgres allows (``gin_pending_list_limit = 64`` kB) was measured too: a
+lookup still read up to 1.1 ms of backlog and learns of facts without a vector ran at half
+the rate (800-980 vs 1,660-1,950 facts/s), with a merge of a few ms now and then.
 
 A partitioned index takes no storage parameters after the fact, so each one is rebuilt:
 ``CREATE INDEX`` on the partitioned table builds every partition's index, and partitions
@@ -33,7 +36,7 @@ depends_on: str | Sequence[str] | None = None
 PARTITIONED = ("facts", "episodes", "decisions")
 
 
-def _recreate(fastupdate: bool) -> None:
+def _recreate(options: dict[str, str]) -> None:
     for table in PARTITIONED:
         op.drop_index(f"ix_{table}_search_tsv", table_name=table)
         op.create_index(
@@ -41,13 +44,13 @@ def _recreate(fastupdate: bool) -> None:
             table,
             ["search_tsv"],
             postgresql_using="gin",
-            postgresql_with={"fastupdate": "on" if fastupdate else "off"},
+            postgresql_with=options,
         )
 
 
 def upgrade() -> None:
-    _recreate(fastupdate=False)
+    _recreate({"fastupdate": "off"})
 
 
 def downgrade() -> None:
-    _recreate(fastupdate=True)
+    _recreate({})
