@@ -168,7 +168,7 @@ class _Agent:
             ]:
                 if fact_id in self.known:
                     sims.setdefault(fact_id, None)
-        if p.vector is not None:
+        else:
             for fact_id, sim in self._batch_similar(p.vector):
                 if fact_id in self.known:
                     sims[fact_id] = sim
@@ -361,6 +361,36 @@ async def _load(
         await _load_agent(conn, job.agent_id, job.items, states[job.agent_id], fetch)
 
 
+async def _decide_all(
+    conn: AsyncConnection,
+    items: Sequence[Prepared],
+    reads: list[_ReadJob],
+    states: dict[str, _Agent],
+    fetch: int,
+    now: datetime,
+    writes: Writes,
+) -> list[_Decided]:
+    """Decide every item in input order, pipelined: while the items a read covers are
+    decided here, the server already runs the next read (two cores at work, not one
+    waiting for the other)."""
+    decided: list[_Decided] = []
+    ahead: asyncio.Task[None] | None = None
+    try:
+        for j, job in enumerate(reads):
+            await (_load(conn, job, states, fetch) if ahead is None else ahead)
+            ahead = None
+            if j + 1 < len(reads):
+                ahead = asyncio.create_task(_load(conn, reads[j + 1], states, fetch))
+                await asyncio.sleep(0)  # let it send its statement before deciding
+            for i in range(len(decided), job.end):
+                decided.append(_decide(i, items[i], now, states[items[i].input.agent_id], writes))
+    finally:
+        if ahead is not None:  # a decision failed: the transaction is abandoned anyway
+            ahead.cancel()
+            await asyncio.gather(ahead, return_exceptions=True)
+    return decided
+
+
 async def learn_batch(
     conn: AsyncConnection,
     items: Sequence[Prepared],
@@ -381,31 +411,9 @@ async def learn_batch(
     states = {a: _Agent(thresholds, k, capacity=len(m)) for a, m in groups.items()}
     # Spare neighbours only when earlier items of the batch may retire some of them.
     fetch = k if len(items) == 1 else k * 2
-    reads = _reads(groups)
     writes = Writes()
-    decided: list[_Decided] = []
+    decided = await _decide_all(conn, items, _reads(groups), states, fetch, now, writes)
     agent_of: dict[uuid.UUID, str] = {}
-    # Pipelined: the server searches the next chunk's neighbours while this process decides
-    # the current chunk (two cores at work instead of one waiting for the other).
-    ahead: asyncio.Task[None] | None = None
-    loaded = 0  # items before this index have their candidates in ``states``
-    try:
-        for i, p in enumerate(items):
-            while loaded <= i:
-                if ahead is None:
-                    await _load(conn, reads[0], states, fetch)
-                else:
-                    await ahead
-                loaded = reads.pop(0).end
-                ahead = None
-                if reads:
-                    ahead = asyncio.create_task(_load(conn, reads[0], states, fetch))
-                    await asyncio.sleep(0)  # let it send the read before deciding
-            decided.append(_decide(i, p, now, states[p.input.agent_id], writes))
-    finally:
-        if ahead is not None:  # a decision failed: the transaction is abandoned anyway
-            ahead.cancel()
-            await asyncio.gather(ahead, return_exceptions=True)
     for p, d in zip(items, decided, strict=True):
         if d.row is not None:
             agent_of[d.row["id"]] = p.input.agent_id
