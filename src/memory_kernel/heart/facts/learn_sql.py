@@ -3,8 +3,9 @@
 ``learn`` used to cost a statement per concern (subject candidates, nearest facts, retire,
 insert, link, reinforce, events), each a round trip plus its own planning. Here the reads of
 a batch are one statement per chunk of it (the nearest facts of every vector through a
-lateral kNN, plus the current facts of the chunk's subjects) and the writes of one agent are
-one statement of data-modifying CTEs. Values always travel as bound arrays; the SQL text is
+lateral kNN, the current facts holding the words of every fact without a vector, and the
+current facts of the chunk's subjects) and the writes of one agent are one statement of
+data-modifying CTEs. Values always travel as bound arrays; the SQL text is
 assembled only from the constant fragments below, and each shape is built once and cached.
 
 Two rules a single write statement must respect:
