@@ -140,3 +140,42 @@ async def test_core_statements_bind_like_sqlalchemy(kernel: MemoryKernel) -> Non
         assert list(row._mapping.values()) == [42, "v"]
         with pytest.raises(KeyError, match="'n'"):
             await driver.core(conn, statement, {"doc": {}})
+
+
+async def test_a_lean_transaction_hands_its_connection_back_out_of_autocommit(
+    kernel: MemoryKernel,
+) -> None:
+    """The lean unit of work switches SQLAlchemy's adapter to autocommit for its block only:
+    a caller's transaction on the same pooled connection afterwards — after a commit, a
+    failure and a cancellation — still rolls back everything it wrote."""
+    async with kernel.database.transaction() as conn:
+        await conn.execute(text("CREATE TABLE uow_probe (x int)"))
+
+    async def lean(fail: bool) -> None:
+        async with kernel.database.lean_transaction() as conn:
+            await driver.fetch(conn, "SELECT 1 AS one", {})
+            if fail:
+                raise RuntimeError("caller failed")
+
+    async def slow() -> None:
+        async with kernel.database.lean_transaction() as conn:
+            await driver.fetch(conn, "SELECT pg_sleep(5)", {})
+
+    async def write_then_fail() -> None:
+        async with kernel.database.transaction() as conn:
+            await conn.execute(text("INSERT INTO uow_probe VALUES (1)"))
+            raise RuntimeError("caller failed")
+
+    await lean(fail=False)
+    with pytest.raises(RuntimeError):
+        await lean(fail=True)
+    task = asyncio.create_task(slow())
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(kernel.database.config.pool_size + 2):
+        with pytest.raises(RuntimeError):
+            await write_then_fail()
+    async with kernel.database.connection() as conn:
+        assert await conn.scalar(text("SELECT count(*) FROM uow_probe")) == 0

@@ -36,6 +36,7 @@ __all__ = [
     "AnyRow",
     "DriverRow",
     "abandon",
+    "adapter",
     "as_rows",
     "core",
     "driver",
@@ -86,20 +87,29 @@ def positional(sql: str) -> tuple[str, tuple[str, ...]]:
     return _NAMED.sub(number, sql), tuple(names)
 
 
+async def _fairy(conn: AsyncConnection) -> Any:
+    sync = conn.sync_connection
+    if sync is not None and not sync.invalidated and not sync.closed:
+        return sync.connection  # live: no I/O, so no greenlet hop (one per statement)
+    return await conn.get_raw_connection()  # may reconnect
+
+
+async def adapter(conn: AsyncConnection) -> Any:
+    """SQLAlchemy's adapter of the asyncpg connection under ``conn`` (its ``autocommit``
+    decides whether SQLAlchemy sends ``BEGIN`` before its own statements)."""
+    return (await _fairy(conn)).dbapi_connection
+
+
 async def driver(conn: AsyncConnection) -> Any:
     """The asyncpg connection under ``conn``, inside ``conn``'s transaction if it has one.
 
     SQLAlchemy's asyncpg adapter sends ``BEGIN`` lazily, with the first statement *it*
     runs: a transaction the caller began (``Database.transaction``) whose first statement
     comes here would otherwise run in autocommit and outlive the caller's rollback."""
-    sync = conn.sync_connection
-    if sync is not None and not sync.invalidated and not sync.closed:
-        fairy = sync.connection  # live: no I/O, so no greenlet hop (one per statement)
-    else:
-        fairy = await conn.get_raw_connection()  # may reconnect
-    adapter: Any = fairy.dbapi_connection
-    if conn.in_transaction() and not adapter.autocommit and adapter._transaction is None:
-        await adapter._start_transaction()
+    fairy = await _fairy(conn)
+    wrapped: Any = fairy.dbapi_connection
+    if conn.in_transaction() and not wrapped.autocommit and wrapped._transaction is None:
+        await wrapped._start_transaction()
     raw = fairy.driver_connection
     assert raw is not None  # a connection checked out of the pool is open
     return raw
