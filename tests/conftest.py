@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,20 @@ def schema_config(schema: str, **sections: dict[str, object]) -> MemoryKernelCon
     """A config on ``schema``; a ``storage`` section is merged with the schema name."""
     storage = {"schema_name": schema, **sections.pop("storage", {})}
     return MemoryKernelConfig.from_mapping({"storage": storage, **sections})
+
+
+async def open_promotable(pg_dsn: str, schema: str, *, index_worker: bool) -> MemoryKernel:
+    """A kernel on ``schema`` that promotes an agent to partitions of its own past 100 rows
+    (``rebalance``): FakeEmbedder, no embedding worker, a clock frozen at 2026-01-01."""
+    config = schema_config(
+        schema,
+        storage={"dedicated_partition_rows": 100, "index_worker": index_worker},
+        consolidation={"embed_worker": False},
+    )
+    return await MemoryKernel.open(
+        pg_dsn, config=config, clock=FrozenClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        embedder=FakeEmbedder(),
+    )  # fmt: skip
 
 
 #: No background workers: tests that count or interrupt statements see only the call's.

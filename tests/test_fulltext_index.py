@@ -6,7 +6,6 @@ rows' words go into the index itself and a text lookup never reads an unsorted b
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import text
@@ -15,10 +14,8 @@ from memory_kernel import MemoryKernel
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput
 from memory_kernel.storage.partitions import rebalance
-from memory_kernel.testing import FakeEmbedder, FrozenClock
-from tests.conftest import schema_config
+from tests.conftest import open_promotable
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 BIG = "big"
 
 _GIN_INDEXES = text(
@@ -33,14 +30,8 @@ _GIN_INDEXES = text(
 @pytest.fixture
 async def kernel(pg_dsn: str, drop_schema: str) -> AsyncIterator[MemoryKernel]:
     """Agent ``big`` promoted to partitions of its own after 150 facts and 120 episodes."""
-    config = schema_config(
-        drop_schema,
-        storage={"dedicated_partition_rows": 100, "index_worker": False},
-        consolidation={"embed_worker": False},
-    )
-    async with MemoryKernel.open(
-        pg_dsn, config=config, clock=FrozenClock(NOW), embedder=FakeEmbedder()
-    ) as kernel:
+    kernel = await open_promotable(pg_dsn, drop_schema, index_worker=False)
+    try:
         await kernel.heart.facts.learn_many(
             [FactInput(agent_id=BIG, content=f"Service {i} runs job {i * 7}.") for i in range(150)]
         )
@@ -48,9 +39,11 @@ async def kernel(pg_dsn: str, drop_schema: str) -> AsyncIterator[MemoryKernel]:
             await kernel.heart.episodes.start(
                 EpisodeInput(agent_id=BIG, session_id=f"s{i}", summary=f"migrate shard {i}")
             )
-        promoted = await rebalance(kernel.database, NOW)
+        promoted = await rebalance(kernel.database, kernel.clock.now())
         assert {p.table for p in promoted} == {"facts", "episodes"}
         yield kernel
+    finally:
+        await kernel.close()
 
 
 async def test_every_full_text_index_has_no_pending_list(kernel: MemoryKernel) -> None:

@@ -20,29 +20,17 @@ from memory_kernel.storage.indexer import index_staged
 from memory_kernel.storage.partitions import partition_name, rebalance
 from memory_kernel.storage.search import SEARCHABLE, nearest, tiers
 from memory_kernel.storage.tables import episodes, facts
-from memory_kernel.testing import FakeEmbedder, FrozenClock
-from tests.conftest import schema_config
+from tests.conftest import open_promotable
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 BIG = "big"
-
-
-async def _open(pg_dsn: str, schema: str, *, worker: bool) -> MemoryKernel:
-    config = schema_config(
-        schema,
-        storage={"dedicated_partition_rows": 100, "index_worker": worker},
-        consolidation={"embed_worker": False},
-    )
-    return await MemoryKernel.open(
-        pg_dsn, config=config, clock=FrozenClock(NOW), embedder=FakeEmbedder()
-    )
 
 
 @pytest.fixture
 async def promoted(pg_dsn: str, drop_schema: str) -> AsyncIterator[MemoryKernel]:
     """A kernel (index worker off) whose agent ``big`` has its own facts and episodes
     partitions, with an HNSW index each."""
-    kernel = await _open(pg_dsn, drop_schema, worker=False)
+    kernel = await open_promotable(pg_dsn, drop_schema, index_worker=False)
     try:
         topics = [f"service {i} runs job {i * 7} on host {i % 13}" for i in range(150)]
         await kernel.heart.facts.learn_many(
@@ -164,7 +152,7 @@ async def test_tiers_partition_the_searchable_rows(promoted: MemoryKernel) -> No
 
 
 async def test_the_worker_indexes_what_this_process_writes(pg_dsn: str, drop_schema: str) -> None:
-    kernel = await _open(pg_dsn, drop_schema, worker=True)
+    kernel = await open_promotable(pg_dsn, drop_schema, index_worker=True)
     try:
         await kernel.heart.facts.learn_many(
             [

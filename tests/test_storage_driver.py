@@ -61,19 +61,25 @@ async def test_lean_transaction_rolls_back_on_error_and_maps_it(kernel: MemoryKe
         assert await conn.scalar(text("SELECT count(*) FROM uow_probe")) == 0
 
 
-async def test_cancelled_lean_transaction_leaves_no_connection_in_a_transaction(
-    kernel: MemoryKernel,
-) -> None:
+async def _cancel_a_slow_lean_transaction(kernel: MemoryKernel) -> None:
+    """Cancel a lean transaction while its statement runs on the server."""
+
     async def slow() -> None:
         async with kernel.database.lean_transaction() as conn:
             await driver.fetch(conn, "SELECT pg_sleep(5)", {})
 
+    task = asyncio.create_task(slow())
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_cancelled_lean_transaction_leaves_no_connection_in_a_transaction(
+    kernel: MemoryKernel,
+) -> None:
     for _ in range(3):
-        task = asyncio.create_task(slow())
-        await asyncio.sleep(0.3)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await _cancel_a_slow_lean_transaction(kernel)
     # Every pooled connection handed out afterwards is idle, outside any transaction.
     for _ in range(kernel.database.config.pool_size + 2):
         async with kernel.database.connection() as conn:
@@ -157,10 +163,6 @@ async def test_a_lean_transaction_hands_its_connection_back_out_of_autocommit(
             if fail:
                 raise RuntimeError("caller failed")
 
-    async def slow() -> None:
-        async with kernel.database.lean_transaction() as conn:
-            await driver.fetch(conn, "SELECT pg_sleep(5)", {})
-
     async def write_then_fail() -> None:
         async with kernel.database.transaction() as conn:
             await conn.execute(text("INSERT INTO uow_probe VALUES (1)"))
@@ -169,11 +171,7 @@ async def test_a_lean_transaction_hands_its_connection_back_out_of_autocommit(
     await lean(fail=False)
     with pytest.raises(RuntimeError):
         await lean(fail=True)
-    task = asyncio.create_task(slow())
-    await asyncio.sleep(0.3)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await _cancel_a_slow_lean_transaction(kernel)
     for _ in range(kernel.database.config.pool_size + 2):
         with pytest.raises(RuntimeError):
             await write_then_fail()

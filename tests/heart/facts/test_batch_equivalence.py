@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select, text
 
 from memory_kernel import MemoryKernel
-from memory_kernel.heart.facts import batch
+from memory_kernel.heart.facts import batch_state
 from memory_kernel.models.facts import FactInput, LearnAction
 from memory_kernel.storage.tables import facts, memory_events
 
@@ -150,7 +150,7 @@ async def test_a_batch_read_in_chunks_leaves_the_state_of_one_by_one(
     this one is decided): a stored fact the batch retired or reinforced in an earlier chunk
     comes back in a later chunk's read and must be taken as the batch left it. Two agents
     interleaved, so a chunk holds reads of both."""
-    monkeypatch.setattr(batch, "_READ_CHUNK", chunk)
+    monkeypatch.setattr(batch_state, "READ_CHUNK", chunk)
     svc = kernel.heart.facts
     for agent in ("seq-x", "seq-y", "bat-x", "bat-y"):
         await _learn_stored(kernel, agent)
@@ -171,7 +171,7 @@ async def test_facts_without_a_vector_are_matched_by_their_words_in_a_batch(
     """Facts stored without a vector (deferred) are found by their words, in the batch's
     read: a repeat — of a stored fact, or of one earlier in the batch, in another case and
     punctuation — is reinforced, as one-by-one learns do."""
-    monkeypatch.setattr(batch, "_READ_CHUNK", chunk)
+    monkeypatch.setattr(batch_state, "READ_CHUNK", chunk)
     svc = kernel.heart.facts
     stored = ["Kai owns the deploy pipeline.", "The cache holds 20 GB."]
     texts = ["kai owns the DEPLOY pipeline", "Lena runs the Friday retro.", "The cache holds 20 GB",

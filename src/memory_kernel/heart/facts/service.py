@@ -18,7 +18,8 @@ from memory_kernel.errors import (
 )
 from memory_kernel.heart.facts import repository as repo
 from memory_kernel.heart.facts.admission import admit_fact
-from memory_kernel.heart.facts.batch import Prepared, learn_batch
+from memory_kernel.heart.facts.batch import learn_batch
+from memory_kernel.heart.facts.batch_state import Prepared
 from memory_kernel.heart.facts.normalise import features
 from memory_kernel.heart.facts.pending import PendingReport, embed_pending
 from memory_kernel.heart.facts.relation import RelationThresholds
