@@ -5,15 +5,14 @@ batch (reinforced, then linked or superseded) and facts created and retired in t
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from memory_kernel import MemoryKernel
 from memory_kernel.heart.facts import batch_state
 from memory_kernel.models.facts import FactInput, LearnAction
-from memory_kernel.storage.tables import facts, memory_events
+from tests.heart.facts.states import fact_events, fact_rows
 
 STORED = [
     ("Kai owns the deploy pipeline.", None),
@@ -43,42 +42,6 @@ def _batch(agent: str) -> list[FactInput]:
     return [FactInput(agent_id=agent, content=c, subject=s, derived_from=d) for c, s, d in BATCH]
 
 
-async def _state(kernel: MemoryKernel, agent: str) -> list[tuple[object, ...]]:
-    """Every row of the agent, with fact ids replaced by contents (ids differ per agent)."""
-    async with kernel.database.connection() as conn:
-        rows = (await conn.execute(select(facts).where(facts.c.agent_id == agent))).all()
-    content = {r.id: r.content for r in rows}
-    return sorted(
-        (
-            r.content, r.status, r.evidence_count, round(r.confidence, 9),
-            content.get(r.superseded_by), tuple(sorted(content[c] for c in r.contradicts)),
-            tuple(str(d) for d in r.derived_from), r.valid_to is not None,
-            r.embedding is not None,
-        )
-        for r in rows
-    )  # fmt: skip
-
-
-async def _events(kernel: MemoryKernel, agent: str) -> Counter[tuple[str, str, str | None]]:
-    async with kernel.database.connection() as conn:
-        rows = (
-            await conn.execute(
-                select(memory_events.c.event, facts.c.content, memory_events.c.related_id)
-                .join(facts, (facts.c.id == memory_events.c.memory_id)
-                      & (facts.c.agent_id == memory_events.c.agent_id))
-                .where(memory_events.c.agent_id == agent)
-            )
-        ).all()  # fmt: skip
-        related = dict(
-            (
-                await conn.execute(
-                    select(facts.c.id, facts.c.content).where(facts.c.agent_id == agent)
-                )
-            ).all()
-        )
-    return Counter((r.event, r.content, related.get(r.related_id)) for r in rows)
-
-
 async def _learn_stored(kernel: MemoryKernel, agent: str) -> None:
     for content, subject in STORED:
         await kernel.heart.facts.learn(FactInput(agent_id=agent, content=content, subject=subject))
@@ -94,17 +57,17 @@ async def test_mixed_batch_leaves_the_state_of_one_by_one(kernel: MemoryKernel) 
     assert summary == [
         (o.action, len(o.superseded), len(o.contradicts), o.fact.content) for o in one_by_one
     ]
-    assert await _state(kernel, "bat") == await _state(kernel, "seq")
-    assert await _events(kernel, "bat") == await _events(kernel, "seq")
+    assert await fact_rows(kernel, "bat") == await fact_rows(kernel, "seq")
+    assert await fact_events(kernel, "bat") == await fact_events(kernel, "seq")
     # The script does exercise the merged row update: one stored fact reinforced and then
     # superseded, another reinforced with provenance, one linked as a contradiction.
     actions = [o.action for o in batched]
     assert actions[2] is LearnAction.REINFORCED and actions[3] is LearnAction.SUPERSEDED
     assert actions[4] is LearnAction.CONTRADICTION and actions[7] is LearnAction.REJECTED
-    cluster = next(r for r in await _state(kernel, "bat") if r[0] == STORED[1][0])
+    cluster = next(r for r in await fact_rows(kernel, "bat") if r[0] == STORED[1][0])
     assert cluster[1:3] == ("superseded", 2)
-    kai = next(r for r in await _state(kernel, "bat") if r[0] == STORED[0][0])
-    assert kai[2] == 3 and kai[6] == (str(SOURCE),)
+    kai = next(r for r in await fact_rows(kernel, "bat") if r[0] == STORED[0][0])
+    assert kai[2] == 3 and kai[7] == (str(SOURCE),)
 
 
 async def test_reinforced_outcome_shows_the_fact_after_the_batch(kernel: MemoryKernel) -> None:
@@ -160,8 +123,8 @@ async def test_a_batch_read_in_chunks_leaves_the_state_of_one_by_one(
     mixed = [f for pair in zip(_batch("bat-x"), _batch("bat-y"), strict=True) for f in pair]
     await svc.learn_many(mixed)
     for seq, bat in (("seq-x", "bat-x"), ("seq-y", "bat-y")):
-        assert await _state(kernel, bat) == await _state(kernel, seq)
-        assert await _events(kernel, bat) == await _events(kernel, seq)
+        assert await fact_rows(kernel, bat) == await fact_rows(kernel, seq)
+        assert await fact_events(kernel, bat) == await fact_events(kernel, seq)
 
 
 @pytest.mark.parametrize("chunk", [1, 64])
@@ -190,4 +153,4 @@ async def test_facts_without_a_vector_are_matched_by_their_words_in_a_batch(
         LearnAction.REINFORCED, LearnAction.ADDED, LearnAction.REINFORCED,
         LearnAction.REINFORCED, LearnAction.ADDED,
     ]  # fmt: skip
-    assert await _state(kernel, "bat") == await _state(kernel, "seq")
+    assert await fact_rows(kernel, "bat") == await fact_rows(kernel, "seq")

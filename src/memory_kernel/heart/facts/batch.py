@@ -10,7 +10,6 @@ process decides the current one.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,10 +23,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_kernel.heart.facts import repository as repo
 from memory_kernel.heart.facts.batch_state import (
     AgentState,
+    Item,
     Known,
     Prepared,
-    ReadJob,
-    load,
+    decide_pipelined,
     read_jobs,
 )
 from memory_kernel.heart.facts.policy import LearnPlan, NewFact, plan_learn, reinforced
@@ -171,36 +170,6 @@ def _reinforce(
     )  # fmt: skip
 
 
-async def _decide_all(
-    conn: AsyncConnection,
-    items: Sequence[Prepared],
-    reads: list[ReadJob],
-    states: dict[str, AgentState],
-    fetch: int,
-    now: datetime,
-    writes: Writes,
-) -> list[_Decided]:
-    """Decide every item in input order, pipelined: while the items a read covers are
-    decided here, the server already runs the next read (two cores at work, not one
-    waiting for the other)."""
-    decided: list[_Decided] = []
-    ahead: asyncio.Task[None] | None = None
-    try:
-        for j, job in enumerate(reads):
-            await (load(conn, job, states, fetch) if ahead is None else ahead)
-            ahead = None
-            if j + 1 < len(reads):
-                ahead = asyncio.create_task(load(conn, reads[j + 1], states, fetch))
-                await asyncio.sleep(0)  # let it send its statement before deciding
-            for i in range(len(decided), job.end):
-                decided.append(_decide(i, items[i], now, states[items[i].input.agent_id], writes))
-    finally:
-        if ahead is not None:  # a decision failed: the transaction is abandoned anyway
-            ahead.cancel()
-            await asyncio.gather(ahead, return_exceptions=True)
-    return decided
-
-
 async def learn_batch(
     conn: AsyncConnection,
     items: Sequence[Prepared],
@@ -215,14 +184,22 @@ async def learn_batch(
     skips handing the planner settings back when the transaction ends right after anyway;
     ``locked``: the transaction already holds the agents' locks (``repo.opening``)."""
     saved = {} if locked else await repo.lock_agents(conn, (p.input.agent_id for p in items))
-    groups: dict[str, list[tuple[int, Prepared]]] = {}
+    groups: dict[str, list[tuple[int, Item]]] = {}
     for i, p in enumerate(items):
-        groups.setdefault(p.input.agent_id, []).append((i, p))
+        groups.setdefault(p.input.agent_id, [])
+        if p.admission.admitted:
+            groups[p.input.agent_id].append((i, p))
     states = {a: AgentState(thresholds, k, capacity=len(m)) for a, m in groups.items()}
     # Spare neighbours only when earlier items of the batch may retire some of them.
     fetch = k if len(items) == 1 else k * 2
     writes = Writes()
-    decided = await _decide_all(conn, items, read_jobs(groups), states, fetch, now, writes)
+    decided = await decide_pipelined(
+        conn,
+        read_jobs(groups, len(items)),
+        states,
+        fetch,
+        lambda i: _decide(i, items[i], now, states[items[i].input.agent_id], writes),
+    )
     agent_of: dict[uuid.UUID, str] = {}
     for p, d in zip(items, decided, strict=True):
         if d.row is not None:

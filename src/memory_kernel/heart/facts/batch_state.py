@@ -1,14 +1,17 @@
-"""What a learn batch knows while it decides: its validated inputs, the current facts it
-read or created, and the reads that fill it — a chunk of the batch at a time, so that the
-next chunk's read can run on the server while the current chunk is decided (``batch.py``).
+"""What a batch of facts knows while it decides: its items, the current facts it read or
+created, and the reads that fill it — a chunk of the batch at a time, so that the next
+chunk's read runs on the server while the current chunk is decided. Two kinds of batch use
+it: new facts (``batch.py``) and pending facts getting their vectors (``pending.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -22,12 +25,29 @@ from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.models.facts import FactInput
 from memory_kernel.storage.search import AnyRow
 
-__all__ = ["READ_CHUNK", "AgentState", "Known", "Prepared", "ReadJob", "load", "read_jobs"]
+__all__ = [
+    "READ_CHUNK", "AgentState", "Item", "Known", "Prepared", "ReadJob", "decide_pipelined",
+    "read_jobs",
+]  # fmt: skip
 
 Vector = npt.NDArray[np.float32]
+Decided = TypeVar("Decided")
 
 #: Items per pipelined read of a batch.
 READ_CHUNK = 64
+
+
+class Item(Protocol):
+    """What the reads and the candidate ranking need of a batch item."""
+
+    @property
+    def content(self) -> str: ...
+    @property
+    def subject_key(self) -> str | None: ...
+    @property
+    def features(self) -> TextFeatures: ...
+    @property
+    def vector(self) -> Vector | None: ...
 
 
 @dataclass(slots=True)
@@ -40,6 +60,10 @@ class Prepared:
     admission: FactAdmission
     confidence: float
     vector: Vector | None = None
+
+    @property
+    def content(self) -> str:
+        return self.input.content
 
 
 @dataclass(slots=True)
@@ -111,7 +135,7 @@ class AgentState:
         if known is not None and known.subject_key:
             self.subject_ids[known.subject_key].discard(fact_id)
 
-    def candidates(self, index: int, p: Prepared) -> list[Candidate]:
+    def candidates(self, index: int, p: Item) -> list[Candidate]:
         """Same-subject facts, the nearest stored facts and the batch's own earlier facts,
         as one list of the ``k`` most similar (same-subject ones always included)."""
         sims: dict[uuid.UUID, float | None] = {}
@@ -149,7 +173,7 @@ class AgentState:
 async def _load_agent(
     conn: AsyncConnection,
     agent_id: str,
-    items: list[tuple[int, Prepared]],
+    items: Sequence[tuple[int, Item]],
     state: AgentState,
     fetch: int,
 ) -> None:
@@ -163,7 +187,7 @@ async def _load_agent(
         vectors=[v for _, v in with_vec],
         keys=keys,
         k=fetch,
-        texts=[p.input.content for _, p in wordy],
+        texts=[p.content for _, p in wordy],
     )
     for row in found.by_subject:
         state.add_known(_known(row, row.embedding))
@@ -191,26 +215,53 @@ class ReadJob:
     """The reads of one stretch of the batch — one per agent with admitted items in it;
     once they ran, every item before ``end`` (an input index) has its candidates."""
 
-    reads: list[tuple[str, list[tuple[int, Prepared]]]]
+    reads: list[tuple[str, list[tuple[int, Item]]]]
     end: int
 
 
-def read_jobs(groups: dict[str, list[tuple[int, Prepared]]]) -> list[ReadJob]:
-    """The batch's reads in input order, one job per ``READ_CHUNK`` items."""
-    total = sum(len(m) for m in groups.values())
+def read_jobs(groups: Mapping[str, Sequence[tuple[int, Item]]], total: int) -> list[ReadJob]:
+    """The reads of a batch of ``total`` items in input order, one job per ``READ_CHUNK``
+    items (``groups``: the items to read for, by agent, with their input indexes)."""
     jobs: list[ReadJob] = []
     for start in range(0, total, READ_CHUNK):
         end = min(start + READ_CHUNK, total)
         stretch = [
-            (agent_id, [(i, p) for i, p in members if start <= i < end and p.admission.admitted])
+            (agent_id, [(i, p) for i, p in members if start <= i < end])
             for agent_id, members in groups.items()
         ]
         jobs.append(ReadJob([(a, m) for a, m in stretch if m], end))
     return jobs
 
 
-async def load(
-    conn: AsyncConnection, job: ReadJob, states: dict[str, AgentState], fetch: int
+async def _load(
+    conn: AsyncConnection, job: ReadJob, states: Mapping[str, AgentState], fetch: int
 ) -> None:
     for agent_id, items in job.reads:
         await _load_agent(conn, agent_id, items, states[agent_id], fetch)
+
+
+async def decide_pipelined(
+    conn: AsyncConnection,
+    reads: list[ReadJob],
+    states: Mapping[str, AgentState],
+    fetch: int,
+    decide: Callable[[int], Decided],
+) -> list[Decided]:
+    """``decide`` every item in input order, pipelined: while the items a read covers are
+    decided here, the server already runs the next read (two cores at work, not one
+    waiting for the other)."""
+    decided: list[Decided] = []
+    ahead: asyncio.Task[None] | None = None
+    try:
+        for j, job in enumerate(reads):
+            await (_load(conn, job, states, fetch) if ahead is None else ahead)
+            ahead = None
+            if j + 1 < len(reads):
+                ahead = asyncio.create_task(_load(conn, reads[j + 1], states, fetch))
+                await asyncio.sleep(0)  # let it send its statement before deciding
+            decided += [decide(i) for i in range(len(decided), job.end)]
+    finally:
+        if ahead is not None:  # a decision failed: the transaction is abandoned anyway
+            ahead.cancel()
+            await asyncio.gather(ahead, return_exceptions=True)
+    return decided

@@ -142,14 +142,22 @@ class RowChange:
     contradicts: list[uuid.UUID] = field(default_factory=list)
     reinforced: int = 0
     derived_from: list[uuid.UUID] = field(default_factory=list)
+    # A pending fact's vector: it becomes active (or stays merged/superseded with it).
+    embedding: Vector | None = None
+    merged_into: uuid.UUID | None = None
 
 
 _UPDATE = (
     "upd AS ("
     " UPDATE facts AS f SET"
-    " status = CASE WHEN u.sup IS NULL THEN f.status ELSE 'superseded' END,"
+    " status = CASE WHEN u.sup IS NOT NULL THEN 'superseded'"
+    " WHEN u.merged IS NOT NULL THEN 'merged'"
+    " WHEN u.vec IS NOT NULL AND f.status = 'pending_embed' THEN 'active' ELSE f.status END,"
     " superseded_by = COALESCE(u.sup, f.superseded_by),"
-    " valid_to = CASE WHEN u.sup IS NULL THEN f.valid_to ELSE CAST(:now AS timestamptz) END,"
+    " merged_into = COALESCE(u.merged, f.merged_into),"
+    " embedding = COALESCE(u.vec, f.embedding),"
+    " valid_to = CASE WHEN u.sup IS NULL AND u.merged IS NULL THEN f.valid_to"
+    " ELSE CAST(:now AS timestamptz) END,"
     " contradicts = f.contradicts || CAST(u.links AS uuid[]),"
     " derived_from = f.derived_from || CAST(u.derived AS uuid[]),"
     " evidence_count = f.evidence_count + u.times,"
@@ -163,7 +171,8 @@ _UPDATE = (
     # fact into the HNSW index itself (storage.indexer).
     " indexed = false"
     " FROM unnest(CAST(:u_id AS uuid[]), CAST(:u_sup AS uuid[]), CAST(:u_links AS text[]),"
-    " CAST(:u_times AS int[]), CAST(:u_derived AS text[])) AS u(id, sup, links, times, derived)"
+    " CAST(:u_times AS int[]), CAST(:u_derived AS text[]), CAST(:u_vec AS vector[]),"
+    " CAST(:u_merged AS uuid[])) AS u(id, sup, links, times, derived, vec, merged)"
     " WHERE f.agent_id = :agent_id AND f.id = u.id"
     " RETURNING f.agent_id, f.id, f.subject, f.subject_key, f.content, f.category,"
     " f.confidence, f.status, f.explicit, f.superseded_by, f.merged_into, f.contradicts,"
@@ -256,7 +265,13 @@ def _update_params(changes: dict[uuid.UUID, RowChange]) -> dict[str, Any]:
         "u_links": [_uuids(changes[i].contradicts) for i in ids],
         "u_times": [changes[i].reinforced for i in ids],
         "u_derived": [_uuids(changes[i].derived_from) for i in ids],
+        "u_vec": [_vector(changes[i].embedding) for i in ids],
+        "u_merged": [changes[i].merged_into for i in ids],
     }
+
+
+def _vector(vector: Vector | None) -> PgVector | None:
+    return None if vector is None else PgVector(vector)
 
 
 _PLAIN = (
@@ -268,9 +283,7 @@ _PLAIN = (
 
 def _insert_params(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     params: dict[str, Any] = {f"i_{name}": [r[name] for r in rows] for name in _PLAIN}
-    params["i_embedding"] = [
-        None if r["embedding"] is None else PgVector(r["embedding"]) for r in rows
-    ]
+    params["i_embedding"] = [_vector(r["embedding"]) for r in rows]
     params["i_contradicts"] = [_uuids(r["contradicts"]) for r in rows]
     params["i_derived_from"] = [_uuids(r["derived_from"]) for r in rows]
     params["i_metadata"] = [json.dumps(r["metadata"]) for r in rows]

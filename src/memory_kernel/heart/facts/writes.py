@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.facts.learn_sql import RowChange, write_agent
@@ -16,6 +18,8 @@ from memory_kernel.models.facts import Fact
 from memory_kernel.storage.events import Event
 
 __all__ = ["Writes", "apply_writes", "fact_event"]
+
+Vector = npt.NDArray[np.float32]
 
 
 @dataclass(slots=True)
@@ -28,6 +32,9 @@ class Writes:
     reinforce: Counter[uuid.UUID] = field(default_factory=Counter)
     derived: dict[uuid.UUID, list[uuid.UUID]] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
+    # Pending facts given their vector (the embedding queue), and those merged into another.
+    embed: dict[uuid.UUID, Vector] = field(default_factory=dict)
+    merge: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)
 
 
 def fact_event(
@@ -74,6 +81,10 @@ def _by_agent(writes: Writes, agent_of: dict[uuid.UUID, str]) -> dict[str, _Agen
         change = of(agent_of[fact_id]).change(fact_id)
         change.reinforced += times
         change.derived_from.extend(writes.derived.get(fact_id, ()))
+    for fact_id, vector in writes.embed.items():
+        of(agent_of[fact_id]).change(fact_id).embedding = vector
+    for fact_id, target in writes.merge.items():
+        of(agent_of[fact_id]).change(fact_id).merged_into = target
     for event in writes.events:
         of(event.agent_id).events.append(event)
     return out
