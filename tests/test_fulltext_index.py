@@ -1,7 +1,8 @@
 """Full-text indexes without a pending list: every ``search_tsv`` GIN index — the default
 partitions' and those of agents promoted later — is built with ``fastupdate = off``, so new
 rows' words go into the index itself and a text lookup never reads an unsorted backlog
-(which made one take 11-20 ms after a few thousand writes). Real Postgres."""
+(which made one take 11-20 ms after a few thousand writes); facts without a vector are
+matched through the text-key index, not the full-text one. Real Postgres."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import pytest
 from sqlalchemy import text
 
 from memory_kernel import MemoryKernel
+from memory_kernel.heart.facts import learn_sql
 from memory_kernel.models.episodes import EpisodeInput
-from memory_kernel.models.facts import FactInput
+from memory_kernel.models.facts import FactInput, LearnAction
 from memory_kernel.storage.partitions import rebalance
 from tests.conftest import open_promotable
 
@@ -83,3 +85,28 @@ async def test_writes_leave_no_backlog_to_read(kernel: MemoryKernel) -> None:
             assert pending == 0, f"{row.name}: {pending} pending pages"
             checked += 1
         assert checked == 5
+
+
+async def test_facts_without_a_vector_are_matched_through_the_text_key_index(
+    kernel: MemoryKernel,
+) -> None:
+    """The exact-text check of a fact without a vector probes the text-key index
+    (migration 0007) of the agent's partition, never scans the agent's facts (promoted
+    partitions get the index too); a repeat differing in case — of accented letters too —
+    or punctuation is found, in the promoted partition and the shared one."""
+    for agent in (BIG, "small"):
+        first = await kernel.heart.facts.learn(
+            FactInput(agent_id=agent, content="École Nord opens at 9:00.", defer_embedding=True)
+        )
+        again = await kernel.heart.facts.learn(
+            FactInput(agent_id=agent, content="école nord opens at 9:00", defer_embedding=True)
+        )
+        assert again.action is LearnAction.REINFORCED and again.fact.id == first.fact.id
+    read = learn_sql._read_statement(False, False, True)
+    async with kernel.database.transaction() as conn:
+        await conn.execute(text("SET LOCAL enable_seqscan = off"))
+        found = await conn.execute(
+            text(f"EXPLAIN {read.text}"), {"agent_id": BIG, "texts": ["École Nord opens."]}
+        )
+        plan = "\n".join(found.scalars())
+    assert "_md5_idx" in plan and "search_tsv" not in plan, plan

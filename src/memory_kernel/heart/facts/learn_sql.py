@@ -67,15 +67,21 @@ _SUBJECT = (
     " AND f.status IN ('active', 'pending_embed')"
 )
 
-# Facts without a vector are matched by their words (the caller compares them exactly):
-# the current facts whose full-text vector holds every word of the text, up to 50 per text.
+
+# Facts without a vector are matched by their words: the current facts with the text's key,
+# up to 50 per text. The key (indexed by migration 0007, whose expression this must be) is the
+# md5 of the text's word characters, lowercased: texts with the same words (the learn path's
+# tokens keep every word character) have the same key, and the caller compares the words of
+# what it finds exactly. (A database with the C locale sees no letters outside ASCII: texts
+# without any share the empty key, hence the limit.)
 _SAME_TEXT = (
     "SELECT -t.ord AS ord, m.id, m.content, m.subject_key, m.valid_from,"
     " CAST(NULL AS float8) AS distance, m.embedding"
     " FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY AS t(body, ord)"
     " CROSS JOIN LATERAL (SELECT f.id, f.content, f.subject_key, f.valid_from, f.embedding"
     " FROM facts f WHERE f.agent_id = :agent_id AND f.status IN ('active', 'pending_embed')"
-    " AND f.search_tsv @@ plainto_tsquery('english', t.body) LIMIT 50) AS m"
+    " AND CAST(md5(regexp_replace(lower(f.content), '\\W+', '', 'g')) AS uuid)"
+    " = CAST(md5(regexp_replace(lower(t.body), '\\W+', '', 'g')) AS uuid) LIMIT 50) AS m"
 )
 
 
