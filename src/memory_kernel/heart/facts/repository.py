@@ -19,15 +19,14 @@ from sqlalchemy import (
     literal_column,
     select,
     text,
-    update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, UUID
+from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import Fact
 from memory_kernel.storage import driver, locks
-from memory_kernel.storage.search import AnyRow, nearest
+from memory_kernel.storage.search import AnyRow
 from memory_kernel.storage.tables import facts
 
 __all__ = [
@@ -37,13 +36,9 @@ __all__ = [
     "by_ids",
     "chain_step",
     "insert_facts",
-    "link_contradictions",
     "lock_agents",
-    "neighbours",
     "pending",
-    "reinforce",
     "restore_settings",
-    "supersede",
     "text_search",
     "to_fact",
     "vector_literal",
@@ -54,13 +49,6 @@ CURRENT = (FactStatus.ACTIVE.value, FactStatus.PENDING_EMBED.value)
 FACT_COLUMNS = [c for c in facts.c if c.name not in ("embedding", "search_tsv")]
 # The text-search configuration of the generated ``search_tsv`` column (a constant).
 _ENGLISH: ColumnElement[Any] = literal_column("'english'::regconfig")
-_CANDIDATE_COLUMNS = [
-    facts.c.id,
-    facts.c.content,
-    facts.c.subject_key,
-    facts.c.valid_from,
-    facts.c.embedding,
-]
 
 
 def to_fact(row: AnyRow) -> Fact:
@@ -150,14 +138,6 @@ async def restore_settings(conn: AsyncConnection, saved: dict[str, str]) -> None
         )
 
 
-async def neighbours(
-    conn: AsyncConnection, agent_id: str, vector: Vector, k: int
-) -> Sequence[AnyRow]:
-    return await nearest(
-        conn, facts, agent_id=agent_id, vector=vector, k=k, columns=_CANDIDATE_COLUMNS[:4]
-    )
-
-
 def vector_literal(vector: Vector) -> str:
     """pgvector's text form, built with one C-level format per vector (pgvector's own
     converter formats float by float, which dominated bulk learns)."""
@@ -189,78 +169,6 @@ async def by_ids(conn: AsyncConnection, agent_id: str, ids: Sequence[uuid.UUID])
     stmt = select(*FACT_COLUMNS).where(facts.c.agent_id == agent_id, facts.c.id.in_(list(ids)))
     found = {row.id: to_fact(row) for row in await conn.execute(stmt)}
     return [found[i] for i in ids if i in found]
-
-
-async def supersede(
-    conn: AsyncConnection,
-    agent_id: str,
-    pairs: Sequence[tuple[uuid.UUID, uuid.UUID]],
-    now: datetime,
-) -> None:
-    """Retire ``(old, new)`` pairs: status superseded, pointer to the new fact, valid_to."""
-    if not pairs:
-        return
-    stmt = (
-        update(facts)
-        .where(facts.c.agent_id == bindparam("b_agent"), facts.c.id == bindparam("b_old"))
-        .values(
-            status=FactStatus.SUPERSEDED.value,
-            superseded_by=bindparam("b_new"),
-            valid_to=bindparam("b_now"),
-            updated_at=bindparam("b_now"),
-        )
-    )
-    params = [{"b_agent": agent_id, "b_old": o, "b_new": n, "b_now": now} for o, n in pairs]
-    await conn.execute(stmt, params)
-
-
-async def reinforce(
-    conn: AsyncConnection,
-    agent_id: str,
-    fact_id: uuid.UUID,
-    *,
-    times: int,
-    now: datetime,
-    derived_from: Sequence[uuid.UUID] = (),
-) -> Fact:
-    """``times`` pieces of new evidence: c <- 1 - (1 - c) * 0.95^times (c += 0.05(1 - c) each)."""
-    values: dict[str, Any] = {
-        "evidence_count": facts.c.evidence_count + times,
-        "confidence": 1.0 - (1.0 - facts.c.confidence) * func.power(0.95, times),
-        "last_evidence_at": now,
-        "updated_at": now,
-    }
-    if derived_from:
-        extra = bindparam("b_derived", list(derived_from), type_=ARRAY(UUID(as_uuid=True)))
-        values["derived_from"] = func.array_cat(facts.c.derived_from, extra)
-    stmt = (
-        update(facts)
-        .where(facts.c.agent_id == agent_id, facts.c.id == fact_id)
-        .values(**values)
-        .returning(*FACT_COLUMNS)
-    )
-    return to_fact((await conn.execute(stmt)).one())
-
-
-async def link_contradictions(
-    conn: AsyncConnection,
-    agent_id: str,
-    pairs: Sequence[tuple[uuid.UUID, uuid.UUID]],
-    now: datetime,
-) -> None:
-    """Add ``new`` to each ``old`` fact's ``contradicts`` (the new row carries its own)."""
-    if not pairs:
-        return
-    stmt = (
-        update(facts)
-        .where(facts.c.agent_id == bindparam("b_agent"), facts.c.id == bindparam("b_old"))
-        .values(
-            contradicts=func.array_append(facts.c.contradicts, bindparam("b_new")),
-            updated_at=bindparam("b_now"),
-        )
-    )
-    params = [{"b_agent": agent_id, "b_old": o, "b_new": n, "b_now": now} for o, n in pairs]
-    await conn.execute(stmt, params)
 
 
 async def chain_step(
