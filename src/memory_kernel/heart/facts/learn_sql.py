@@ -10,7 +10,8 @@ assembled only from the constant fragments below, and each shape is built once a
 
 Two rules a single write statement must respect:
 - A row may be updated only once per statement, so every change to a stored fact (retired,
-  linked as a contradiction, reinforced) is merged into one row of the update set first.
+  linked as a contradiction, reinforced, or — a pending one — given its vector or merged)
+  is merged into one row of the update set first.
 - Retiring must happen before inserting: a new fact may take over the subject of the one it
   supersedes (one current fact per subject, a unique index checked at insert). The insert
   reads ``(SELECT count(*) FROM upd)``, which runs the update to completion first.
