@@ -109,10 +109,11 @@ class EpisodeService:
         # the window (``seen``).
         recent = await self._window(conn, agent, since, vector, lock=not locked)
         seen = None
-        if not locked and len(recent) < self._cfg.episode_dedup_scan:
-            seen = Seen(agent_id=agent, since=since, ids=[r.id for r in recent])
-        elif not locked:  # a full page: unseen rows and rows past the limit look alike
-            recent = await self._window(conn, agent, since, vector)
+        if not locked:
+            if len(recent) < self._cfg.episode_dedup_scan:
+                seen = Seen(agent_id=agent, since=since, ids=[r.id for r in recent])
+            else:  # a full page: unseen rows and rows past the limit look alike, read again
+                recent = await self._window(conn, agent, since, vector)
         started = await self._reuse_or_create(conn, episode, vector, now, recent, seen)
         if started is None:
             # Another start committed in the window while this one waited for the lock:

@@ -3,7 +3,7 @@
 ``learn`` used to cost a statement per concern (subject candidates, nearest facts, retire,
 insert, link, reinforce, events), each a round trip plus its own planning. Here the reads of
 a batch are one statement per chunk of it (the nearest facts of every vector through a
-lateral kNN, the current facts holding the words of every fact without a vector, and the
+lateral kNN, the current facts with the text key of every fact without a vector, and the
 current facts of the chunk's subjects) and the writes of one agent are one statement of
 data-modifying CTEs. Values always travel as bound arrays; the SQL text is
 assembled only from the constant fragments below, and each shape is built once and cached.
@@ -96,7 +96,7 @@ def _read_statement(knn: bool, subject: bool, same_text: bool) -> TextClause:
 
 @dataclass(slots=True)
 class Candidates:
-    """What one read found: the nearest facts per vector and the facts with the words of
+    """What one read found: the nearest facts per vector and the facts with the text key of
     each text (both in input order), and the current facts of the subjects asked for."""
 
     nearest: list[list[AnyRow]] = field(default_factory=list)
@@ -113,8 +113,8 @@ async def read_candidates(
     k: int,
     texts: Sequence[str] = (),
 ) -> Candidates:
-    """The ``k`` nearest searchable facts of each vector, the current facts holding the
-    words of each of ``texts`` (for facts without a vector) and the current facts of
+    """The ``k`` nearest searchable facts of each vector, the current facts with the text
+    key of each of ``texts`` (for facts without a vector) and the current facts of
     ``keys``, in one round trip."""
     found = Candidates(nearest=[[] for _ in vectors], same_text=[[] for _ in texts])
     if not vectors and not keys and not texts:

@@ -1,5 +1,5 @@
-"""An index of current facts by their letters and digits: the exact-text check of facts
-without a vector becomes one btree probe instead of a full-text search.
+"""An index of current facts by their lowercased word characters: the exact-text check of
+facts without a vector becomes one btree probe instead of a full-text search.
 
 A fact learned without a vector (``defer_embedding``, or the embedder down) is compared by
 its words with the current facts, to reinforce a repeat rather than store it twice. The
