@@ -9,9 +9,10 @@ too, not only the pre-filter's ADD.
     python benchmarks/episodes.py                    # embedded server in a temp dir
     python benchmarks/episodes.py --dsn postgresql://... --episodes 10000 --ops 300
 
-Besides p50/p99 it prints where a call's time goes: each round trip to the server (timed
-around asyncpg's BEGIN, statement execution and COMMIT), the embedder, and the client's
-own CPU (SQLAlchemy, pydantic, asyncio). The load average is printed next to the figures:
+Besides p50/p99 (timed as a caller sees them, nothing else measured meanwhile) it prints
+where a call's time goes, from a second pass with timers: each round trip to the server
+(timed around asyncpg's BEGIN, statement execution and COMMIT), the embedder, and the
+client's own CPU (SQLAlchemy, pydantic, asyncio). The load average is printed next to the figures:
 on a busy machine every round trip waits for a core, so compare against the 1-statement
 transaction of the same run rather than across runs. Last, it checks that the admission
 search (``hnsw.ef_search`` lowered to ``ADMISSION_EF_SEARCH``) finds the same candidates
@@ -30,7 +31,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from memory_kernel import HashingEmbedder, MemoryKernel, MemoryKernelConfig
 from memory_kernel.heart.episodes import admission_sql as reads
 from memory_kernel.heart.episodes.ending import ADMISSION_EF_SEARCH
 from memory_kernel.models.episodes import EpisodeInput
+from memory_kernel.storage.indexer import index_staged
 from memory_kernel.storage.partitions import rebalance
 from memory_kernel.storage.tables import episodes
 from memory_kernel.testing import FrozenClock
@@ -218,7 +220,13 @@ CLIENT_CPU = "~client CPU (python; overlaps the above)"
 SERVER_CPU = "~server CPU (all postgres processes)"
 
 
-async def _timed(breakdown: Breakdown, phase: str, call: Awaitable[Any]) -> tuple[Any, float]:
+async def _timed(
+    breakdown: Breakdown | None, phase: str, call: Awaitable[Any]
+) -> tuple[Any, float]:
+    if breakdown is None:
+        t0 = time.perf_counter()
+        result = await call
+        return result, time.perf_counter() - t0
     s0 = breakdown.server.seconds()  # outside the timed window: reading /proc takes a while
     breakdown.phase = phase
     t0, c0 = time.perf_counter(), time.process_time()
@@ -249,13 +257,14 @@ async def round_trips(kernel: MemoryKernel, n: int) -> list[float]:
 
 
 class Run:
-    """One measured series of start+end pairs."""
+    """One measured series of start+end pairs; ``breakdown`` is ``None`` for a plain pass
+    (latency as a caller sees it, no timers around the driver)."""
 
-    def __init__(self, server: ServerCpu) -> None:
+    def __init__(self, breakdown: Breakdown | None) -> None:
         self.starts: list[float] = []
         self.ends: list[float] = []
         self.decisions: Counter[str] = Counter()
-        self.breakdown = Breakdown(server)
+        self.breakdown = breakdown
         self.queries: list[str] = []
 
 
@@ -284,14 +293,28 @@ class TimedEmbedder:
 
 
 async def measure(
-    kernel: MemoryKernel, embedder: TimedEmbedder, stored: list[str], ops: int, rng: random.Random
+    kernel: MemoryKernel,
+    embedder: TimedEmbedder,
+    stored: list[str],
+    ops: int,
+    rng: random.Random,
+    *,
+    instrument: bool = False,
 ) -> Run:
-    server = kernel.database.server
-    run = Run(ServerCpu(None if server is None else server.data_dir))
+    """``ops`` start+end pairs. Instrumented, every round trip is timed and the server's
+    CPU read from /proc around each call: that costs time of its own, so the latency
+    figures come from a plain pass and the breakdown from an instrumented one."""
+    run = Run(None)
+    stack = ExitStack()
+    if instrument:
+        server = kernel.database.server
+        run.breakdown = Breakdown(ServerCpu(None if server is None else server.data_dir))
+        stack.enter_context(round_trip_timer(run.breakdown))
     embedder.breakdown = run.breakdown
-    with round_trip_timer(run.breakdown):
+    with stack:
         for i in range(ops):
             await _pair(kernel, run, i, rng.choice(stored) if i % 2 else summary(rng), rng)
+    embedder.breakdown = None
     return run
 
 
@@ -313,7 +336,7 @@ async def _pair(kernel: MemoryKernel, run: Run, i: int, text_: str, rng: random.
     run.decisions[f"{ended.decision.value} ({ended.decided_by})"] += 1
 
 
-def report(run: Run, baseline: list[float], ops: int) -> None:
+def report(run: Run, baseline: list[float]) -> None:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average (1, 5, 15 min): {load}; CPU now: {cpu_ns_per_step():.0f} ns/step")
     print(f"{'operation':<28}{'n':>6}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}")
@@ -329,10 +352,18 @@ def report(run: Run, baseline: list[float], ops: int) -> None:
             f"{mean:>10.2f}"
         )
     print("decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(run.decisions.items())))
-    print("\nwhere the time goes (mean ms per call; round trips timed around asyncpg):")
+
+
+def report_breakdown(run: Run) -> None:
+    b, ops = run.breakdown, len(run.ends)
+    assert b is not None  # an instrumented run
+    print(
+        f"\nwhere the time goes (a second, instrumented pass of {ops} pairs: start p50 "
+        f"{_ms(run.starts, 0.5):.2f}, end p50 {_ms(run.ends, 0.5):.2f} ms with the timers; "
+        "mean ms per call, round trips timed around asyncpg):"
+    )
     print(f"{'call':<7}{'step':<50}{'per call':>10}{'ms':>9}")
     for phase, total in (("start", run.starts), ("end", run.ends)):
-        b = run.breakdown
         steps = sorted((k for k in b.spent if k[0] == phase), key=lambda k: -b.spent[k])
         steps.sort(key=lambda k: k[1].startswith("~"))  # the overlapping CPU figures last
         accounted = 0.0
@@ -398,8 +429,14 @@ async def run(args: argparse.Namespace) -> None:
             print(f"own HNSW partition: {own} (m={cfg.hnsw_m}, ", end="")
             print(f"ef_construction={cfg.hnsw_ef_construction})")
             await measure(kernel, embedder, stored, args.warmup, rng)  # warm caches, pool
+            # Each pass starts as a burst after a pause would: the rows earlier calls staged
+            # already indexed (the index worker's job between turns).
+            await index_staged(kernel.database, batch=cfg.index_batch)
             measured = await measure(kernel, embedder, stored, args.ops, rng)
-            report(measured, await round_trips(kernel, args.ops), args.ops)
+            report(measured, await round_trips(kernel, args.ops))
+            await index_staged(kernel.database, batch=cfg.index_batch)
+            timed = await measure(kernel, embedder, stored, args.ops, rng, instrument=True)
+            report_breakdown(timed)
             same, n, found = await completeness(kernel, measured.queries)
             print(
                 f"\nadmission search at ef_search {ADMISSION_EF_SEARCH} vs exact scan: same "
