@@ -7,7 +7,7 @@ import re
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["cosine", "normalise_subject", "text_overlap", "words"]
+__all__ = ["cosine", "normalise_subject", "text_overlap", "word_overlap", "words"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -23,10 +23,15 @@ def text_overlap(a: str, b: str) -> float:
     1.0 for identical texts, 0.0 when either is empty. Cheaper than embeddings and good for
     "is this basically the same text?" (episode and decision dedup).
     """
-    wa, wb = words(a), words(b)
-    if not wa or not wb:
+    return word_overlap(words(a), words(b))
+
+
+def word_overlap(a: set[str], b: set[str]) -> float:
+    """:func:`text_overlap` over word sets already tokenised (a text compared with many
+    others is tokenised once)."""
+    if not a or not b:
         return 0.0
-    return len(wa & wb) / min(len(wa), len(wb))
+    return len(a & b) / min(len(a), len(b))
 
 
 def cosine(a: npt.NDArray[np.floating], b: npt.NDArray[np.floating]) -> float:

@@ -32,7 +32,7 @@ from datetime import datetime
 
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 from memory_kernel.protocols import TokenCounter
-from memory_kernel.similarity import words
+from memory_kernel.similarity import word_overlap, words
 
 __all__ = ["DUPLICATE_OVERLAP", "Assembly", "assemble", "day_of", "render"]
 
@@ -179,7 +179,7 @@ def assemble(
     seen: list[set[str]] = []
     for section, item in _by_score(by_tier[Tier.STREAMED]):
         said = words(item.text)
-        if any(_overlap(said, kept) > duplicate_overlap for kept in seen):
+        if any(word_overlap(said, kept) > duplicate_overlap for kept in seen):
             packer.duplicates += 1  # a fact that repeats an episode, or the reverse
         elif packer.take(section, item, droppable=True):
             seen.append(said)
@@ -188,11 +188,6 @@ def assemble(
     for section in by_tier[Tier.SYSTEM]:
         _fill(packer, section)
     return _finish(packer, sections, budget, counter)
-
-
-def _overlap(a: set[str], b: set[str]) -> float:
-    """``similarity.text_overlap`` over pre-computed word sets."""
-    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
 
 def _by_score(sections: Sequence[NodeContent]) -> list[tuple[NodeContent, ContextItem]]:

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory_kernel.similarity import text_overlap
+from memory_kernel.similarity import word_overlap, words
 
 __all__ = ["DuplicateMatch", "OngoingEpisode", "find_duplicate"]
 
@@ -50,10 +50,11 @@ def find_duplicate(
         return None
     best: DuplicateMatch | None = None
     best_score = -1.0
+    mine = words(summary)
     for episode in recent:
         if not episode.summary.strip():
             continue
-        overlap = text_overlap(summary, episode.summary)
+        overlap = word_overlap(mine, words(episode.summary))
         sim = episode.similarity
         if overlap > overlap_threshold or (sim is not None and sim > similarity_threshold):
             score = max(overlap, sim or 0.0)
