@@ -12,9 +12,9 @@ too, not only the pre-filter's ADD.
 Besides p50/p99 (timed as a caller sees them, nothing else measured meanwhile) it prints
 where a call's time goes, from a second pass with timers: each round trip to the server
 (timed around asyncpg's BEGIN, statement execution and COMMIT), the embedder, and the
-client's own CPU (SQLAlchemy, pydantic, asyncio). The load average is printed next to the figures:
-on a busy machine every round trip waits for a core, so compare against the 1-statement
-transaction of the same run rather than across runs. Last, it checks that the admission
+client's own CPU (SQLAlchemy, pydantic, asyncio). The load average is printed next to the
+figures: on a busy machine every round trip waits for a core, so compare against the
+1-statement transaction of the same run rather than across runs. Last, it checks that the admission
 search (``hnsw.ef_search`` lowered to ``ADMISSION_EF_SEARCH``) finds the same candidates
 as an exact scan.
 """
@@ -31,7 +31,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -304,14 +304,11 @@ async def measure(
     """``ops`` start+end pairs. Instrumented, every round trip is timed and the server's
     CPU read from /proc around each call: that costs time of its own, so the latency
     figures come from a plain pass and the breakdown from an instrumented one."""
-    run = Run(None)
-    stack = ExitStack()
-    if instrument:
-        server = kernel.database.server
-        run.breakdown = Breakdown(ServerCpu(None if server is None else server.data_dir))
-        stack.enter_context(round_trip_timer(run.breakdown))
+    server = kernel.database.server
+    cpu = ServerCpu(None if server is None else server.data_dir)
+    run = Run(Breakdown(cpu) if instrument else None)
     embedder.breakdown = run.breakdown
-    with stack:
+    with nullcontext() if run.breakdown is None else round_trip_timer(run.breakdown):
         for i in range(ops):
             await _pair(kernel, run, i, rng.choice(stored) if i % 2 else summary(rng), rng)
     embedder.breakdown = None

@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -19,9 +17,9 @@ from memory_kernel.models.decisions import Decision
 from memory_kernel.models.enums import Stakes
 from memory_kernel.storage.search import AnyRow
 from memory_kernel.storage.tables import decisions
+from memory_kernel.storage.vector import as_array
 
 __all__ = [
-    "as_vector",
     "get",
     "get_for_update",
     "insert",
@@ -33,15 +31,6 @@ __all__ = [
 ]
 
 _COLUMNS = [c for c in decisions.c if c.name not in ("embedding", "search_tsv")]
-
-
-def as_vector(value: Any) -> npt.NDArray[np.float32] | None:
-    """A stored vector as float32 numpy (the driver may hand back pgvector's ``Vector``)."""
-    if value is None:
-        return None
-    if hasattr(value, "to_numpy"):
-        value = value.to_numpy()
-    return np.asarray(value, dtype=np.float32)
 
 
 def to_decision(row: AnyRow) -> Decision:
@@ -124,7 +113,7 @@ async def get_for_update(
     row = (await conn.execute(_GET_FOR_UPDATE, params)).first()
     if row is None:
         raise NotFoundError(f"no decision {decision_id} for agent {agent_id!r}")
-    return to_decision(row), as_vector(row.embedding)
+    return to_decision(row), as_array(row.embedding)
 
 
 async def update(
@@ -182,6 +171,6 @@ async def recent_for_dedup(
     }
     rows = await conn.execute(_RECENT_FOR_DEDUP, params)
     return [
-        RecentDecision(id=r.id, description=r.description, embedding=as_vector(r.embedding))
+        RecentDecision(id=r.id, description=r.description, embedding=as_array(r.embedding))
         for r in rows
     ]

@@ -39,6 +39,7 @@ from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus, FactStatu
 from memory_kernel.similarity import text_overlap
 from memory_kernel.storage.search import AnyRow, nearest
 from memory_kernel.storage.tables import decisions, episodes, facts
+from memory_kernel.storage.vector import as_array
 
 __all__ = [
     "TermStats",
@@ -127,14 +128,6 @@ _SPECS: dict[MemorySource, _Spec] = {
 }
 
 
-def _vector(value: Any) -> Vector | None:
-    if value is None:
-        return None
-    if hasattr(value, "to_numpy"):
-        value = value.to_numpy()
-    return np.asarray(value, dtype=np.float32)
-
-
 def _candidate(source: MemorySource, spec: _Spec, row: AnyRow, default_conf: float) -> Candidate:
     m = row._mapping
     created = m["started_at"] if source is MemorySource.EPISODE else m["created_at"]
@@ -144,7 +137,7 @@ def _candidate(source: MemorySource, spec: _Spec, row: AnyRow, default_conf: flo
         text=spec.to_text(row),
         confidence=spec.confidence(row, default_conf),
         created_at=created,
-        vector=_vector(m["embedding"]),
+        vector=as_array(m["embedding"]),
         outcome=m.get("outcome"),
         metadata=dict(m["metadata"] or {}),
     )

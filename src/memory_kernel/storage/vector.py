@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy.engine import Dialect
 
-__all__ = ["Vector"]
+__all__ = ["Vector", "as_array"]
 
 
 class Vector(VECTOR):
@@ -29,3 +30,13 @@ class Vector(VECTOR):
 
     def result_processor(self, dialect: Dialect, coltype: Any) -> Any:
         return None  # the asyncpg codec already returns numpy arrays
+
+
+def as_array(value: Any) -> npt.NDArray[np.float32] | None:
+    """A stored vector as float32 numpy, ``None`` for none (depending on the driver path,
+    pgvector hands back its own ``Vector`` type or an array)."""
+    if value is None:
+        return None
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)

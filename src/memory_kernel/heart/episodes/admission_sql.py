@@ -15,7 +15,7 @@ from sqlalchemy import ARRAY, Integer, Select, Text, any_, bindparam, func, lite
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory_kernel.heart.episodes.repository import COLUMNS, as_vector, to_episode
+from memory_kernel.heart.episodes.repository import COLUMNS, to_episode
 from memory_kernel.heart.episodes.vectors import Vector
 from memory_kernel.judges.base import AdmissionCandidate
 from memory_kernel.models.enums import EpisodeStatus
@@ -25,6 +25,7 @@ from memory_kernel.storage.driver import core, fetch
 from memory_kernel.storage.search import knn_select, knn_sql
 from memory_kernel.storage.tables import episodes
 from memory_kernel.storage.vector import Vector as VectorType
+from memory_kernel.storage.vector import as_array
 
 __all__ = [
     "Candidate",
@@ -166,7 +167,7 @@ async def get_for_end(
     rows = await fetch(conn, _END_READ, params)
     if not rows:
         return None
-    stored = as_vector(rows[0].embedding)
+    stored = as_array(rows[0].embedding)
     searched = vector if vector is not None else stored
     found = [
         _candidate(r._mapping, "c_", min_similarity)

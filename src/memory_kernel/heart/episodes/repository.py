@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from sqlalchemy import (
     BigInteger,
     BindParameter,
@@ -41,11 +40,11 @@ from memory_kernel.storage.driver import core
 from memory_kernel.storage.search import AnyRow, nearest
 from memory_kernel.storage.tables import episodes
 from memory_kernel.storage.vector import Vector as VectorType
+from memory_kernel.storage.vector import as_array
 
 __all__ = [
     "COLUMNS",
     "add_usage",
-    "as_vector",
     "get",
     "increment_turns",
     "recent_ongoing",
@@ -87,14 +86,6 @@ def to_episode(row: AnyRow) -> Episode:
         created_at=m["created_at"],
         updated_at=m["updated_at"],
     )
-
-
-def as_vector(value: Any) -> Vector | None:
-    # asyncpg + pgvector hand back a pgvector ``Vector`` (or an ndarray, by version).
-    if value is None:
-        return None
-    raw = value.to_numpy() if hasattr(value, "to_numpy") else value
-    return np.asarray(raw, dtype=np.float32)
 
 
 def _lock_key(purpose: str, agent_id: str) -> int:
@@ -188,7 +179,7 @@ async def get(
     """The episode and its stored vector, or ``None``."""
     stmt = _GET_FOR_UPDATE if for_update else _GET
     rows = await core(conn, stmt, {"agent_id": agent_id, "episode_id": episode_id})
-    return (to_episode(rows[0]), as_vector(rows[0].embedding)) if rows else None
+    return (to_episode(rows[0]), as_array(rows[0].embedding)) if rows else None
 
 
 async def search_vector(

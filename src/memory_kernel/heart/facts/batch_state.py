@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.facts import learn_sql
@@ -24,13 +23,14 @@ from memory_kernel.heart.facts.policy import Candidate
 from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.models.facts import FactInput
 from memory_kernel.storage.search import AnyRow
+from memory_kernel.storage.vector import as_array
 
 __all__ = [
     "READ_CHUNK", "AgentState", "Item", "Known", "Prepared", "ReadJob", "decide_pipelined",
     "read_jobs",
 ]  # fmt: skip
 
-Vector = npt.NDArray[np.float32]
+Vector = learn_sql.Vector
 Decided = TypeVar("Decided")
 
 #: Items per pipelined read of a batch.
@@ -204,10 +204,7 @@ async def _load_agent(
 
 
 def _known(row: AnyRow, vector: Any) -> Known:
-    if vector is not None and hasattr(vector, "to_numpy"):
-        vector = vector.to_numpy()  # pgvector's own Vector type, depending on the driver path
-    vec = None if vector is None else np.asarray(vector, dtype=np.float32)
-    return Known(row.id, row.content, row.subject_key, row.valid_from, vec)
+    return Known(row.id, row.content, row.subject_key, row.valid_from, as_array(vector))
 
 
 @dataclass(frozen=True, slots=True)

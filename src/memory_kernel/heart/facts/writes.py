@@ -8,18 +8,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory_kernel.heart.facts.learn_sql import RowChange, write_agent
+from memory_kernel.heart.facts.learn_sql import RowChange, Vector, write_agent
 from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind
 from memory_kernel.models.facts import Fact
 from memory_kernel.storage.events import Event
 
 __all__ = ["Writes", "apply_writes", "fact_event"]
-
-Vector = npt.NDArray[np.float32]
 
 
 @dataclass(slots=True)
