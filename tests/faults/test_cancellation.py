@@ -97,7 +97,7 @@ async def _check_every_statement(
         assert await _cancelled(kernel, call, agent, at)
         state = await signature(kernel, agent)
         assert state in (before, after), f"{name} cancelled at statement {at} left a partial write"
-        assert kernel.database.engine.pool.checkedout() == 0, "a cancelled call leaked"  # type: ignore[attr-defined]
+        assert kernel.database.leased == 0, "a cancelled call leaked"
 
 
 async def test_post_turn_cancelled_at_every_statement(quiet_kernel: MemoryKernel) -> None:
@@ -163,6 +163,6 @@ async def test_post_turn_cancelled_while_embedding_or_checking_out(
             assert await signature(quiet_kernel, "emb") == before, f"partial after {spins}"
             continue
         break  # it finished before the cancellation: every earlier point was covered
-    assert quiet_kernel.database.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    assert quiet_kernel.database.leased == 0
     result = await quiet_kernel.post_turn(handle, TurnOutcome(response_text=DECISION))
     assert result.episode_id == handle.episode_id

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from asyncpg.exceptions._base import InternalClientError
 from pgvector.asyncpg import register_vector
@@ -24,6 +24,7 @@ from sqlalchemy import event, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import QueuePool
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from memory_kernel.config import StorageConfig
@@ -36,6 +37,7 @@ from memory_kernel.errors import (
 from memory_kernel.storage import driver, migrate
 from memory_kernel.storage.embedded import EmbeddedServer
 from memory_kernel.storage.errors import map_db_error, translate_db_errors
+from memory_kernel.storage.shelf import IDLE_SINCE, SHELVED_SINCE, Shelf
 from memory_kernel.storage.staging import StagedNotes
 from memory_kernel.storage.tables import PARTITIONED_TABLES, kernel_meta
 from memory_kernel.storage.url import normalise_dsn
@@ -76,6 +78,8 @@ class Database:
         # asks next, not to the longest waiter): with 100 busy agents some waited out the
         # 30 s pool timeout while the median turn took 0.7 s (benchmarks/load.py).
         self._gate = asyncio.Semaphore(config.pool_size + config.max_overflow)
+        #: Connections kept checked out between leases (``storage.shelf``).
+        self._shelf = Shelf(config.pool_size, _PING_AFTER_IDLE_S)
         #: Agents that may have new staged rows, for the index worker.
         self.staged = StagedNotes()
 
@@ -138,6 +142,13 @@ class Database:
         except ValueError:
             _log.debug("pgvector type not found yet; codec not registered")
 
+    @property
+    def leased(self) -> int:
+        """Pool connections held by leases in progress (the shelf's not counted): 0 when
+        no call is running, so a leaked connection shows here."""
+        pool = cast(QueuePool, self.engine.sync_engine.pool)
+        return pool.checkedout() - len(self._shelf)
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
         """One unit of work: commits on success, rolls back on any exception."""
@@ -186,11 +197,15 @@ class Database:
         """A connection held for the block, errors mapped; waiters are served in order."""
         with translate_db_errors():
             async with self._gate:
-                conn = await self._checkout()
+                generation = self._shelf.generation
+                conn = await self._shelf.take() or await self._checkout()
+                kept = False
                 try:
                     yield conn
+                    kept = await self._shelf.keep(conn, generation)
                 finally:
-                    await conn.close()
+                    if not kept:
+                        await conn.close()
 
     async def read(self, fn: Callable[[AsyncConnection], Awaitable[T]], /) -> T:
         """Run an idempotent read, retried with backoff when the connection fails midway
@@ -229,6 +244,7 @@ class Database:
     async def close(self) -> None:
         """Release the connections, and the embedded server if this store started one."""
         try:
+            await self._shelf.clear()
             await self.engine.dispose()
         finally:
             if self.server is not None:
@@ -244,6 +260,7 @@ class Database:
             try:
                 await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public"))
                 await conn.commit()
+                await self._shelf.clear()
                 await self.engine.dispose()
             except Exception as exc:
                 mapped = map_db_error(exc)
@@ -314,7 +331,8 @@ class Database:
 
 def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
     if record is not None:
-        record.info["idle_since"] = time.monotonic()
+        # A connection back from the shelf has been idle since it was shelved.
+        record.info[IDLE_SINCE] = record.info.pop(SHELVED_SINCE, None) or time.monotonic()
 
 
 def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
@@ -329,7 +347,7 @@ def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
     driver = dbapi_connection.driver_connection
     if driver is None or driver.is_closed():
         raise InvalidatePoolError("the server closed this connection")
-    idle_since = record.info.get("idle_since")
+    idle_since = record.info.get(IDLE_SINCE)
     if idle_since is not None and time.monotonic() - idle_since > _PING_AFTER_IDLE_S:
         try:
             dbapi_connection.ping()
