@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
+import numpy as np
 import pytest
+from sqlalchemy import func, select
 
 from memory_kernel import MemoryKernel, NotFoundError, ValidationError
 from memory_kernel.models.enums import AdmissionStatus, DecidedBy, EpisodeStatus, EventKind
 from memory_kernel.models.episodes import AdmissionDecision, EpisodeInput
+from memory_kernel.storage.tables import episodes
+from memory_kernel.storage.vector import as_array
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.heart.episodes.conftest import TASK, admission_event, events_of, run
 
@@ -155,6 +160,43 @@ async def test_end_changes_summary_and_reembeds_only_then(
     calls = embedder.calls
     await kernel.heart.episodes.end(again.episode.id, agent_id="a1", outcome="success")
     assert embedder.calls == calls  # the stored vector was reused
+
+
+async def _stored(kernel: MemoryKernel, episode_id: uuid.UUID, word: str) -> tuple[Any, ...]:
+    """The row's summary, vector, and whether its full-text column matches ``word``."""
+    async with kernel.database.connection() as conn:
+        row = (
+            await conn.execute(
+                select(
+                    episodes.c.summary,
+                    episodes.c.embedding,
+                    episodes.c.search_tsv.op("@@")(func.plainto_tsquery("english", word)),
+                ).where(episodes.c.agent_id == "a1", episodes.c.id == episode_id)
+            )
+        ).one()
+    return tuple(row)
+
+
+async def test_end_writes_the_summary_and_its_vector_only_when_they_change(
+    kernel: MemoryKernel, embedder: FakeEmbedder
+) -> None:
+    started = await kernel.heart.episodes.start(
+        EpisodeInput(agent_id="a1", session_id="s1", summary="working on it")
+    )
+    await kernel.heart.episodes.end(
+        started.episode.id, agent_id="a1", outcome="success", summary=TASK
+    )
+    summary, vector, matches = await _stored(kernel, started.episode.id, "schema")
+    assert summary == TASK and matches  # the full-text column follows the new summary
+    assert np.array_equal(as_array(vector), (await embedder.embed([TASK]))[0])
+    kept = await kernel.heart.episodes.start(
+        EpisodeInput(agent_id="a1", session_id="s2", summary="Rotate the proxy certificates")
+    )
+    _, before, _ = await _stored(kernel, kept.episode.id, "proxy")
+    await kernel.heart.episodes.end(kept.episode.id, agent_id="a1", outcome="success")
+    summary, after, matches = await _stored(kernel, kept.episode.id, "proxy")
+    assert summary == "Rotate the proxy certificates" and matches
+    assert np.array_equal(as_array(after), as_array(before))
 
 
 async def test_embedder_down_at_end_still_ends_and_adds(

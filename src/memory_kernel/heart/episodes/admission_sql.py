@@ -133,11 +133,17 @@ def _end_read_sql() -> str:
         " WHERE agent_id = :agent_id AND id = :episode_id FOR UPDATE),"
         " q AS MATERIALIZED (SELECT COALESCE(CAST(:vector AS vector), e.embedding) AS v FROM e)"
         f" SELECT e.*, {out}, c.distance AS c_distance"
-        f" FROM e LEFT JOIN LATERAL ({search}) AS c ON true ORDER BY c.distance"
+        # Only candidates that may pass the threshold come back (``_candidate`` has the last
+        # word): most ends have none, and the episode's columns travel once.
+        f" FROM e LEFT JOIN LATERAL ({search}) AS c ON c.distance <= :max_distance"
+        " ORDER BY c.distance"
     )
 
 
 _END_READ = _end_read_sql()
+#: Widens the SQL pre-filter by more than float rounding, so it never drops a candidate
+#: that ``_candidate``'s own test (similarity = 1 - distance) would keep.
+_SLACK = 1e-9
 
 
 class EndRead(NamedTuple):
@@ -164,6 +170,7 @@ async def get_for_end(
     Run it after the admission lock (:func:`admission_opening`): its snapshot then holds
     everything the lock's previous holder committed."""
     params = {"agent_id": agent_id, "episode_id": episode_id, "vector": vector, "k": k}
+    params["max_distance"] = 1.0 - min_similarity + _SLACK
     rows = await fetch(conn, _END_READ, params)
     if not rows:
         return None

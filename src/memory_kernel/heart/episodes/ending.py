@@ -62,7 +62,8 @@ _ADMISSION_EVENT = 1
 
 class _Read(NamedTuple):
     episode: Episode
-    vector: Vector | None
+    vector: Vector | None  # of the final summary
+    new_vector: bool  # ``vector`` is not the one stored (the write sets it)
     candidates: list[reads.Candidate] | None  # None: not searched with ``vector``
 
 
@@ -138,9 +139,10 @@ class Admission:
         final = await self._end_vector(stored, stored_vector, args.summary, vector)
         # Searched with another vector (the summary is unchanged after all, or start could
         # not embed it): the candidates are searched again, with the final one.
-        used = found.searched
-        searched = final is not None and used is not None and bool(np.array_equal(final, used))
-        return _Read(stored, final, found.candidates if searched else None)
+        used, candidates = found.searched, None
+        if final is not None and used is not None:  # the same object, mostly: no comparison
+            candidates = found.candidates if final is used or np.array_equal(final, used) else None
+        return _Read(stored, final, final is not stored_vector, candidates)
 
     async def _end_vector(
         self, stored: Episode, vector: Vector | None, final: str | None, fresh: Vector | None
@@ -185,7 +187,7 @@ class Admission:
         )
         plan = plan_admission(done, verdict, target, now)
         decided = _Decided(request, decision, plan, done, now)
-        new = await self._write(conn, args, run, vector, decided)
+        new = await self._write(conn, args, run, read, decided)
         return EpisodeEnd(
             episode=new,
             decision=verdict.decision,
@@ -201,12 +203,15 @@ class Admission:
         conn: AsyncConnection,
         args: EpisodeEndInput,
         run: AdmissionRun,
-        vector: Vector | None,
+        read: _Read,
         decided: _Decided,
     ) -> Episode:
         """The completion, the plan and their audit rows, as one statement."""
         request, decision, plan, done, now = decided
-        values = {**completion_values(args, run, vector, now), **plan.new_values}
+        completed = completion_values(
+            args, run, read.episode, read.vector, now, new_vector=read.new_vector
+        )
+        values = {**completed, **plan.new_values}
         # The audit rows are built before the write: from the episode as it will be.
         group = {k: v for k, v in plan.new_values.items() if k in ("canonical", "canonical_id")}
         written = done.model_copy(update=group)

@@ -89,18 +89,30 @@ def new_row(episode: EpisodeInput, vector: Vector | None, now: datetime) -> dict
 
 
 def completion_values(
-    args: EpisodeEndInput, run: AdmissionRun, vector: Vector | None, now: datetime
+    args: EpisodeEndInput,
+    run: AdmissionRun,
+    stored: Episode,
+    vector: Vector | None,
+    now: datetime,
+    *,
+    new_vector: bool,
 ) -> dict[str, Any]:
-    return {
+    """The completed episode's new column values. An unchanged summary and vector are left
+    out: the row keeps them, the vector does not cross the wire again, and Postgres does not
+    recompute the summary's full-text column."""
+    values = {
         "status": EpisodeStatus.COMPLETED.value,
         "outcome": args.outcome,
-        "summary": run.summary,
         "references": list(args.references),
         "artifacts": list(args.artifacts),
-        "embedding": vector,
         "ended_at": now,
         "updated_at": now,
     }
+    if run.summary != stored.summary:
+        values["summary"] = run.summary
+    if new_vector:
+        values["embedding"] = vector
+    return values
 
 
 def episode_event(
