@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import func, select
 
 from memory_kernel import MemoryKernel, NotFoundError, ValidationError
+from memory_kernel.heart.episodes.vectors import Vector
 from memory_kernel.models.enums import AdmissionStatus, DecidedBy, EpisodeStatus, EventKind
 from memory_kernel.models.episodes import AdmissionDecision, EpisodeInput
 from memory_kernel.storage.tables import episodes
@@ -162,7 +162,9 @@ async def test_end_changes_summary_and_reembeds_only_then(
     assert embedder.calls == calls  # the stored vector was reused
 
 
-async def _stored(kernel: MemoryKernel, episode_id: uuid.UUID, word: str) -> tuple[Any, ...]:
+async def _stored(
+    kernel: MemoryKernel, episode_id: uuid.UUID, word: str
+) -> tuple[str, Vector, bool]:
     """The row's summary, vector, and whether its full-text column matches ``word``."""
     async with kernel.database.connection() as conn:
         row = (
@@ -174,7 +176,9 @@ async def _stored(kernel: MemoryKernel, episode_id: uuid.UUID, word: str) -> tup
                 ).where(episodes.c.agent_id == "a1", episodes.c.id == episode_id)
             )
         ).one()
-    return tuple(row)
+    vector = as_array(row[1])
+    assert vector is not None
+    return row[0], vector, row[2]
 
 
 async def test_end_writes_the_summary_and_its_vector_only_when_they_change(
@@ -188,7 +192,7 @@ async def test_end_writes_the_summary_and_its_vector_only_when_they_change(
     )
     summary, vector, matches = await _stored(kernel, started.episode.id, "schema")
     assert summary == TASK and matches  # the full-text column follows the new summary
-    assert np.array_equal(as_array(vector), (await embedder.embed([TASK]))[0])
+    assert np.array_equal(vector, (await embedder.embed([TASK]))[0])
     kept = await kernel.heart.episodes.start(
         EpisodeInput(agent_id="a1", session_id="s2", summary="Rotate the proxy certificates")
     )
@@ -196,7 +200,7 @@ async def test_end_writes_the_summary_and_its_vector_only_when_they_change(
     await kernel.heart.episodes.end(kept.episode.id, agent_id="a1", outcome="success")
     summary, after, matches = await _stored(kernel, kept.episode.id, "proxy")
     assert summary == "Rotate the proxy certificates" and matches
-    assert np.array_equal(as_array(after), as_array(before))
+    assert np.array_equal(after, before)
 
 
 async def test_embedder_down_at_end_still_ends_and_adds(
