@@ -83,6 +83,17 @@ QUIET: dict[str, dict[str, object]] = {
 
 
 @pytest.fixture
+async def quiet_kernel(
+    pg_dsn: str, drop_schema: str, clock: FrozenClock, embedder: FakeEmbedder
+) -> AsyncIterator[MemoryKernel]:
+    """A kernel without background workers: only the call under test talks to the
+    database, so statement numbers (and leases) are the call's own."""
+    config = schema_config(drop_schema, **QUIET)
+    async with MemoryKernel.open(pg_dsn, config=config, clock=clock, embedder=embedder) as k:
+        yield k
+
+
+@pytest.fixture
 def schema_name() -> str:
     return f"t_{uuid.uuid4().hex[:16]}"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,19 +14,6 @@ from sqlalchemy import event, text
 from memory_kernel import MemoryKernel
 from memory_kernel.storage import driver
 from memory_kernel.storage.shelf import IDLE_SINCE, Shelf
-from memory_kernel.testing import FakeEmbedder, FrozenClock
-from tests.conftest import QUIET, schema_config
-
-
-@pytest.fixture
-async def quiet(pg_dsn: str, drop_schema: str) -> AsyncIterator[MemoryKernel]:
-    """No background workers: every lease is the test's own."""
-    sections = {name: dict(values) for name, values in QUIET.items()}
-    config = schema_config(drop_schema, **sections)
-    async with MemoryKernel.open(
-        pg_dsn, config=config, clock=FrozenClock(), embedder=FakeEmbedder()
-    ) as opened:
-        yield opened
 
 
 async def _pid(conn: Any) -> int:
@@ -35,9 +21,9 @@ async def _pid(conn: Any) -> int:
 
 
 async def test_a_lease_gets_the_connection_used_last_without_a_checkout(
-    quiet: MemoryKernel,
+    quiet_kernel: MemoryKernel,
 ) -> None:
-    db = quiet.database
+    db = quiet_kernel.database
     async with db.connection() as conn:
         first = await _pid(conn)
     checkouts: list[object] = []
@@ -61,9 +47,9 @@ async def test_a_lease_gets_the_connection_used_last_without_a_checkout(
 
 
 async def test_a_read_hands_its_connection_back_outside_any_transaction(
-    quiet: MemoryKernel,
+    quiet_kernel: MemoryKernel,
 ) -> None:
-    db = quiet.database
+    db = quiet_kernel.database
     async with db.connection() as conn:
         await conn.execute(text("SELECT 1"))  # SQLAlchemy begins a transaction implicitly
         assert conn.in_transaction()
@@ -73,9 +59,9 @@ async def test_a_read_hands_its_connection_back_outside_any_transaction(
 
 
 async def test_a_connection_a_caller_switched_to_autocommit_is_not_kept(
-    quiet: MemoryKernel,
+    quiet_kernel: MemoryKernel,
 ) -> None:
-    db = quiet.database
+    db = quiet_kernel.database
     async with db.transaction() as conn:
         await conn.execute(text("CREATE TABLE shelf_probe (x int)"))
     async with db.connection() as conn:
@@ -93,8 +79,8 @@ async def test_a_connection_a_caller_switched_to_autocommit_is_not_kept(
         assert await conn.scalar(text("SELECT count(*) FROM shelf_probe")) == 0
 
 
-async def test_at_most_pool_size_connections_are_kept(quiet: MemoryKernel) -> None:
-    db = quiet.database
+async def test_at_most_pool_size_connections_are_kept(quiet_kernel: MemoryKernel) -> None:
+    db = quiet_kernel.database
     size = db.config.pool_size
     started, release = asyncio.Event(), asyncio.Event()
     holding: list[int] = []
@@ -117,10 +103,10 @@ async def test_at_most_pool_size_connections_are_kept(quiet: MemoryKernel) -> No
 
 
 async def test_a_connection_kept_too_long_goes_back_stamped_with_its_idle_time(
-    quiet: MemoryKernel,
+    quiet_kernel: MemoryKernel,
 ) -> None:
     shelf = Shelf(capacity=1, max_idle_s=0.0)
-    conn = await quiet.database.engine.connect().start()
+    conn = await quiet_kernel.database.engine.connect().start()
     shelved_at = time.monotonic()
     assert await shelf.keep(conn, shelf.generation)
     assert len(shelf) == 1
@@ -129,15 +115,15 @@ async def test_a_connection_kept_too_long_goes_back_stamped_with_its_idle_time(
     assert conn.closed and len(shelf) == 0
     # The pool's checkout check (which pings a connection idle for too long) counts from
     # the shelving, not from the check-in.
-    async with quiet.database.engine.connect() as again:
+    async with quiet_kernel.database.engine.connect() as again:
         assert again.sync_connection is not None
         idle_since = again.sync_connection.connection.info[IDLE_SINCE]
     assert idle_since <= shelved_at + 0.005
 
 
-async def test_a_connection_leased_before_a_clear_is_not_kept(quiet: MemoryKernel) -> None:
+async def test_a_connection_leased_before_a_clear_is_not_kept(quiet_kernel: MemoryKernel) -> None:
     shelf = Shelf(capacity=2, max_idle_s=60.0)
-    conn = await quiet.database.engine.connect().start()
+    conn = await quiet_kernel.database.engine.connect().start()
     generation = shelf.generation
     await shelf.clear()
     assert not await shelf.keep(conn, generation)

@@ -9,7 +9,7 @@ first loop iterations (connection checkout)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -19,8 +19,7 @@ from memory_kernel import MemoryKernel
 from memory_kernel.heart.facts import batch_state
 from memory_kernel.models.facts import FactInput
 from memory_kernel.models.turns import TurnHandle, TurnInput, TurnOutcome
-from memory_kernel.testing import FakeEmbedder, FrozenClock
-from tests.conftest import QUIET, schema_config
+from memory_kernel.testing import FakeEmbedder
 from tests.faults.helpers import signature
 
 pytestmark = pytest.mark.faults
@@ -30,17 +29,6 @@ DECISION = (
     "keeps transactions and embeddings in one place."
 )
 Call = Callable[[str], Coroutine[Any, Any, object]]
-
-
-@pytest.fixture
-async def quiet_kernel(
-    pg_dsn: str, drop_schema: str, clock: FrozenClock, embedder: FakeEmbedder
-) -> AsyncIterator[MemoryKernel]:
-    """A kernel without the background embedding worker: only the call under test talks
-    to the database, so statement numbers are the call's own."""
-    config = schema_config(drop_schema, **QUIET)
-    async with MemoryKernel.open(pg_dsn, config=config, clock=clock, embedder=embedder) as k:
-        yield k
 
 
 class _Canceller:
