@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from contextlib import suppress
 
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 __all__ = ["IDLE_SINCE", "SHELVED_SINCE", "Shelf"]
@@ -50,15 +51,15 @@ class Shelf:
         """The connection kept last, if it is fresh and alive; else ``None``."""
         while self._kept:
             conn, since = self._kept.pop()
-            if time.monotonic() - since <= self._max_idle_s and _alive(conn):
+            if time.monotonic() - since <= self._max_idle_s and _alive(conn) is not None:
                 return conn
             await _release(conn, since)
         return None
 
     async def keep(self, conn: AsyncConnection, generation: int) -> bool:
         """Keep ``conn`` for the next lease if it is clean; ``False``: the caller closes it."""
-        sync = conn.sync_connection
-        if sync is None or sync.closed or sync.invalidated or sync.get_execution_options():
+        sync = _open(conn)
+        if sync is None or sync.get_execution_options():
             return False
         if conn.in_transaction():
             try:
@@ -79,19 +80,23 @@ class Shelf:
             await _release(conn, since)
 
 
-def _alive(conn: AsyncConnection) -> bool:
+def _open(conn: AsyncConnection) -> Connection | None:
+    """``conn``'s connection if SQLAlchemy still holds it open and valid."""
     sync = conn.sync_connection
-    if sync is None or sync.closed or sync.invalidated:
-        return False
-    driver = sync.connection.driver_connection
-    return driver is not None and not driver.is_closed()
+    return None if sync is None or sync.closed or sync.invalidated else sync
+
+
+def _alive(conn: AsyncConnection) -> Connection | None:
+    """``conn``'s connection if, besides, the server has not closed it."""
+    sync = _open(conn)
+    driver = None if sync is None else sync.connection.driver_connection
+    return sync if driver is not None and not driver.is_closed() else None
 
 
 async def _release(conn: AsyncConnection, since: float) -> None:
     """Back to the pool (checked at its next checkout), or thrown away if it is dead."""
-    if _alive(conn):
-        sync = conn.sync_connection
-        assert sync is not None  # alive
+    sync = _alive(conn)
+    if sync is not None:
         sync.connection.info[SHELVED_SINCE] = since
     else:
         with suppress(Exception):

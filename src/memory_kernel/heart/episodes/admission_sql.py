@@ -169,8 +169,13 @@ async def get_for_end(
     ``vector`` or, when that is ``None``, the episode's stored vector — one round trip.
     Run it after the admission lock (:func:`admission_opening`): its snapshot then holds
     everything the lock's previous holder committed."""
-    params = {"agent_id": agent_id, "episode_id": episode_id, "vector": vector, "k": k}
-    params["max_distance"] = 1.0 - min_similarity + _SLACK
+    params = {
+        "agent_id": agent_id,
+        "episode_id": episode_id,
+        "vector": vector,
+        "k": k,
+        "max_distance": 1.0 - min_similarity + _SLACK,
+    }
     rows = await fetch(conn, _END_READ, params)
     if not rows:
         return None
