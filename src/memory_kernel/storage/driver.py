@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Any, cast
 
 from sqlalchemy import BindParameter, Executable, Row, TextClause
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "driver",
     "execute",
     "fetch",
+    "held",
     "positional",
     "run",
     "simple",
@@ -87,9 +88,15 @@ def positional(sql: str) -> tuple[str, tuple[str, ...]]:
     return _NAMED.sub(number, sql), tuple(names)
 
 
-async def _fairy(conn: AsyncConnection) -> Any:
+def held(conn: AsyncConnection) -> Connection | None:
+    """``conn``'s connection if SQLAlchemy still holds it open and valid (no I/O)."""
     sync = conn.sync_connection
-    if sync is not None and not sync.invalidated and not sync.closed:
+    return None if sync is None or sync.closed or sync.invalidated else sync
+
+
+async def _fairy(conn: AsyncConnection) -> Any:
+    sync = held(conn)
+    if sync is not None:
         return sync.connection  # live: no I/O, so no greenlet hop (one per statement)
     return await conn.get_raw_connection()  # may reconnect
 

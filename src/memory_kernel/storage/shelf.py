@@ -20,6 +20,8 @@ from contextlib import suppress
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.storage.driver import held
+
 __all__ = ["IDLE_SINCE", "SHELVED_SINCE", "Shelf"]
 
 #: Where a connection record keeps the time its connection was last used (``Database``'s
@@ -58,7 +60,7 @@ class Shelf:
 
     async def keep(self, conn: AsyncConnection, generation: int) -> bool:
         """Keep ``conn`` for the next lease if it is clean; ``False``: the caller closes it."""
-        sync = _open(conn)
+        sync = held(conn)
         if sync is None or sync.get_execution_options():
             return False
         if conn.in_transaction():
@@ -80,15 +82,9 @@ class Shelf:
             await _release(conn, since)
 
 
-def _open(conn: AsyncConnection) -> Connection | None:
-    """``conn``'s connection if SQLAlchemy still holds it open and valid."""
-    sync = conn.sync_connection
-    return None if sync is None or sync.closed or sync.invalidated else sync
-
-
 def _alive(conn: AsyncConnection) -> Connection | None:
     """``conn``'s connection if, besides, the server has not closed it."""
-    sync = _open(conn)
+    sync = held(conn)
     driver = None if sync is None else sync.connection.driver_connection
     return sync if driver is not None and not driver.is_closed() else None
 
