@@ -4,7 +4,7 @@ Every phase is idempotent (it reads the current state and only writes what is st
 do), so an interrupted run leaves a consistent database and the next run resumes it.
 Writes take the agent's fact lock (``mk-facts:<agent>``, the lock ``learn`` takes) per
 transaction, so a learn waits for at most one batch. A dry run runs the same phases on one
-transaction that is rolled back (``rehearsal``). The phases live in their own modules:
+transaction that is rolled back (``Database.rehearse``). The phases live in their own modules:
 ``confidence_phase`` (evidence, decay), ``merge_phase`` (candidates, plan, judge) and
 ``write_phase`` (apply, deprecate); this one drains the queue, promotes, and runs them.
 """
@@ -19,7 +19,6 @@ from memory_kernel.consolidation.apply import Unit
 from memory_kernel.consolidation.confidence_phase import run_confidence
 from memory_kernel.consolidation.context import ProgressCallback, RunContext
 from memory_kernel.consolidation.merge_phase import decide
-from memory_kernel.consolidation.rehearsal import rehearsal
 from memory_kernel.consolidation.write_phase import apply_all, deprecate_all
 from memory_kernel.errors import EmbedderError
 from memory_kernel.heart.facts.service import FactService
@@ -81,10 +80,9 @@ class AgentRun:
         if not self.dry_run:
             await self._phases()
             return
-        # The same phases on one transaction that is rolled back (rehearsal.py): each
-        # phase sees what the earlier ones wrote, so the report is the real run's.
-        async with rehearsal(self.rt) as (rt, facts_service):
-            self.rt, self.facts = self.ctx.rt, self.ctx.facts = rt, facts_service
+        # The same phases in one transaction that is rolled back (``Database.rehearse``):
+        # each phase sees what the earlier ones wrote, so the report is the real run's.
+        async with self.rt.db.rehearse():
             await self._phases()
 
     async def _phases(self) -> None:

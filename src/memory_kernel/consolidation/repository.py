@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_kernel.consolidation.plans import FactView, Pair
 from memory_kernel.consolidation.policy import ConfidenceChange, ConfidenceState
 from memory_kernel.models.enums import EventKind, FactStatus
+from memory_kernel.storage import locks
 from memory_kernel.storage.search import SEARCHABLE, knn_sql
 from memory_kernel.storage.tables import facts, memory_events
 
@@ -35,26 +36,18 @@ __all__ = [
 ]
 
 _ACTIVE = FactStatus.ACTIVE.value
-# Two-key advisory locks: their own key space, apart from the one-key xact locks of learn.
-_LOCK_SPACE = 0x4D4B43  # "MKC"
 
 
 async def try_lock(conn: AsyncConnection, agent_id: str) -> bool:
     """Session-level try-lock of an agent's consolidation (held until :func:`unlock` or the
     session ends, so a crashed worker never keeps an agent locked)."""
-    got = await conn.scalar(
-        text("SELECT pg_try_advisory_lock(:space, hashtext(:agent))"),
-        {"space": _LOCK_SPACE, "agent": agent_id},
-    )
+    got = await locks.try_lock(conn, "mk-consolidate", agent_id)
     await conn.commit()
-    return bool(got)
+    return got
 
 
 async def unlock(conn: AsyncConnection, agent_id: str) -> None:
-    await conn.execute(
-        text("SELECT pg_advisory_unlock(:space, hashtext(:agent))"),
-        {"space": _LOCK_SPACE, "agent": agent_id},
-    )
+    await locks.unlock(conn, "mk-consolidate", agent_id)
     await conn.commit()
 
 

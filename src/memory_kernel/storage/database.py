@@ -1,7 +1,8 @@
 """The engine, the unit of work, and what happens on open (extension, migrations, embedder).
 
-Repositories take an ``AsyncConnection`` and never commit: the service that owns the unit of
-work opens ``Database.transaction()``, which commits everything or nothing (invariant 4).
+Stores take an ``AsyncConnection`` and never commit: every public call runs in
+``Database.transaction()``, which commits everything or nothing (invariant 4); a call made
+inside another one's unit of work joins it (a context variable carries the open unit).
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from asyncpg.exceptions._base import InternalClientError
+from asyncpg.exceptions import InternalClientError
 from pgvector.asyncpg import register_vector
 from sqlalchemy import event, select, text
 from sqlalchemy.engine import Connection
@@ -34,10 +36,9 @@ from memory_kernel.errors import (
     ExtensionMissingError,
     MigrationError,
 )
-from memory_kernel.storage import driver, migrate
+from memory_kernel.storage import migrate
 from memory_kernel.storage.embedded import EmbeddedServer
 from memory_kernel.storage.errors import map_db_error, translate_db_errors
-from memory_kernel.storage.shelf import IDLE_SINCE, SHELVED_SINCE, Shelf
 from memory_kernel.storage.staging import StagedNotes
 from memory_kernel.storage.tables import PARTITIONED_TABLES, kernel_meta
 from memory_kernel.storage.url import normalise_dsn
@@ -52,6 +53,17 @@ _CONNECT_ATTEMPTS = 5
 _CONNECT_BACKOFF_S = 0.05
 # A pooled connection idle longer than this is pinged on checkout (see _on_checkout).
 _PING_AFTER_IDLE_S = 5.0
+# Where a connection record keeps the time its connection went back to the pool.
+_IDLE_SINCE = "idle_since"
+
+
+@dataclass(slots=True)
+class _Unit:
+    """An open unit of work: its connection, and whether nested units are savepoints."""
+
+    conn: AsyncConnection
+    savepoints: bool
+    open: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +90,8 @@ class Database:
         # asks next, not to the longest waiter): with 100 busy agents some waited out the
         # 30 s pool timeout while the median turn took 0.7 s (benchmarks/load.py).
         self._gate = asyncio.Semaphore(config.pool_size + config.max_overflow)
-        #: Connections kept checked out between leases (``storage.shelf``).
-        self._shelf = Shelf(config.pool_size, _PING_AFTER_IDLE_S)
+        #: The unit of work open in this context (``transaction``), per store.
+        self._unit: ContextVar[_Unit | None] = ContextVar(f"mk-unit-{id(self)}", default=None)
         #: Agents that may have new staged rows, for the index worker.
         self.staged = StagedNotes()
 
@@ -109,8 +121,11 @@ class Database:
             dsn,
             pool_size=config.pool_size,
             max_overflow=config.max_overflow,
-            # Not SQLAlchemy's pre-ping: with asyncpg it costs a BEGIN/SELECT/ROLLBACK per
-            # checkout (+0.7-1.8 ms measured); _on_checkout is free on the hot path.
+            # The connection used last goes out first: it is the warmest (its prepared
+            # statements, its server backend's caches) and idle ones age out together.
+            pool_use_lifo=True,
+            # Not SQLAlchemy's pre-ping (a round trip on every checkout): _on_checkout pings
+            # only a connection idle long enough to have been cut silently.
             pool_pre_ping=False,
             connect_args={
                 "timeout": config.connect_timeout_s,
@@ -144,72 +159,93 @@ class Database:
 
     @property
     def leased(self) -> int:
-        """Pool connections held by leases in progress (the shelf's not counted): 0 when
-        no call is running, so a leaked connection shows here."""
+        """Pool connections held by units of work and reads in progress: 0 when no call is
+        running, so a leaked connection shows here."""
         pool = cast(QueuePool, self.engine.sync_engine.pool)
-        return pool.checkedout() - len(self._shelf)
+        return pool.checkedout()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
-        """One unit of work: commits on success, rolls back on any exception."""
-        async with self._lease() as conn, conn.begin():
-            yield conn
+        """The unit of work: commits on success, rolls back on any exception.
 
-    @asynccontextmanager
-    async def lean_transaction(self, opening: Sequence[str] = ()) -> AsyncIterator[AsyncConnection]:
-        """:meth:`transaction` for the hot write paths: ``BEGIN`` and the ``opening``
-        statements (constant SQL, no parameters: locks, ``SET LOCAL``) go in one round trip
-        (``storage.driver``). Commits on success, rolls back on any exception; a connection
-        whose state is unknown afterwards is discarded, never handed out mid-transaction."""
-        async with self.connection() as conn:
-            # SQLAlchemy must not open a transaction of its own on this connection: the
-            # statements it runs here join ours (asyncpg refuses to nest one in a BEGIN).
-            # Its adapter is told so directly, for the block only (through
-            # ``execution_options`` the switch and its reset at check-in cost 0.1 ms).
-            adapter = await driver.adapter(conn)
-            adapter.autocommit = True
-            # Listeners see what SQLAlchemy's own transaction shows them: a ``begin``, the
-            # opening statements as one statement, a ``commit``.
-            dispatch = conn.sync_engine.dispatch
-            try:
-                if dispatch.begin:
-                    dispatch.begin(conn.sync_connection)
-                begin = "; ".join(["BEGIN", *opening])
-                await (driver.simple(conn, begin) if opening else driver.execute(conn, begin))
+        A call made inside an open unit (of this task or of a task it started) joins it:
+        same connection, same transaction, so a public call nested in another one (``post_turn``
+        learning a fact) commits or rolls back with it. Inside a :meth:`rehearse` block a
+        nested unit is a savepoint, so a failed one leaves nothing, as a failed real
+        transaction would."""
+        unit = self._current()
+        if unit is not None:
+            if unit.savepoints:
+                with translate_db_errors():
+                    async with unit.conn.begin_nested():
+                        yield unit.conn
+            else:
+                yield unit.conn
+            return
+        async with self._lease() as conn, conn.begin():
+            async with self._opened(conn, savepoints=False):
                 yield conn
-                if dispatch.commit:
-                    dispatch.commit(conn.sync_connection)
-                await driver.execute(conn, "COMMIT")
-            except BaseException:
-                await driver.abandon(conn)
-                raise
-            finally:
-                adapter.autocommit = False
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection]:
-        """A connection for reads (autocommit-free, rolled back on exit)."""
+        """A connection for reads (rolled back on exit); inside a unit of work, the unit's,
+        so a read sees what the unit wrote."""
+        unit = self._current()
+        if unit is not None:
+            yield unit.conn
+            return
         async with self._lease() as conn:
             yield conn
 
     @asynccontextmanager
+    async def rehearse(self) -> AsyncIterator[AsyncConnection]:
+        """A unit of work that is always rolled back, whose nested units are savepoints:
+        everything run inside it happens, is seen by what follows, and is then undone
+        (``consolidate(dry_run=True)``)."""
+        if self._current() is not None:
+            raise RuntimeError("a rehearsal cannot run inside another unit of work")
+        async with self._lease() as conn:
+            outer = await conn.begin()
+            try:
+                async with self._opened(conn, savepoints=True):
+                    yield conn
+            finally:
+                await outer.rollback()
+
+    def _current(self) -> _Unit | None:
+        unit = self._unit.get()
+        return unit if unit is not None and unit.open else None
+
+    @asynccontextmanager
+    async def _opened(self, conn: AsyncConnection, *, savepoints: bool) -> AsyncIterator[None]:
+        unit = _Unit(conn, savepoints)
+        token = self._unit.set(unit)
+        try:
+            yield
+        finally:
+            # Closed first: a task started inside the unit that outlives it (a background
+            # worker) must not join a transaction that has ended.
+            unit.open = False
+            self._unit.reset(token)
+
+    @asynccontextmanager
     async def _lease(self) -> AsyncIterator[AsyncConnection]:
-        """A connection held for the block, errors mapped; waiters are served in order."""
+        """A pooled connection held for the block, errors mapped; waiters served in order."""
         with translate_db_errors():
             async with self._gate:
-                generation = self._shelf.generation
-                conn = await self._shelf.take() or await self._checkout()
-                kept = False
+                conn = await self._checkout()
                 try:
                     yield conn
-                    kept = await self._shelf.keep(conn, generation)
                 finally:
-                    if not kept:
-                        await conn.close()
+                    await conn.close()
 
     async def read(self, fn: Callable[[AsyncConnection], Awaitable[T]], /) -> T:
         """Run an idempotent read, retried with backoff when the connection fails midway
-        (a restarted or failed-over server); other errors are raised at once."""
+        (a restarted or failed-over server); other errors are raised at once. Inside a unit
+        of work it runs once, on the unit's connection."""
+        if self._current() is not None:
+            async with self.connection() as conn:
+                return await fn(conn)
         async for attempt in _retrying():
             with attempt:
                 async with self.connection() as conn:
@@ -244,7 +280,6 @@ class Database:
     async def close(self) -> None:
         """Release the connections, and the embedded server if this store started one."""
         try:
-            await self._shelf.clear()
             await self.engine.dispose()
         finally:
             if self.server is not None:
@@ -260,7 +295,6 @@ class Database:
             try:
                 await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public"))
                 await conn.commit()
-                await self._shelf.clear()
                 await self.engine.dispose()
             except Exception as exc:
                 mapped = map_db_error(exc)
@@ -331,8 +365,7 @@ class Database:
 
 def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
     if record is not None:
-        # A connection back from the shelf has been idle since it was shelved.
-        record.info[IDLE_SINCE] = record.info.pop(SHELVED_SINCE, None) or time.monotonic()
+        record.info[_IDLE_SINCE] = time.monotonic()
 
 
 def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
@@ -347,7 +380,7 @@ def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
     driver = dbapi_connection.driver_connection
     if driver is None or driver.is_closed():
         raise InvalidatePoolError("the server closed this connection")
-    idle_since = record.info.get(IDLE_SINCE)
+    idle_since = record.info.get(_IDLE_SINCE)
     if idle_since is not None and time.monotonic() - idle_since > _PING_AFTER_IDLE_S:
         try:
             dbapi_connection.ping()

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from asyncpg.exceptions import InterfaceError as DriverInterfaceError
-from asyncpg.exceptions import PostgresError
-from asyncpg.exceptions._base import InternalClientError
+from asyncpg.exceptions import InternalClientError, PostgresError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
 from memory_kernel.errors import (

@@ -12,6 +12,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from memory_kernel.storage import locks
+
 __all__ = [
     "MIGRATIONS_DIR",
     "alembic_config",
@@ -37,7 +39,7 @@ def configure_and_run(context: Any, connection: Connection, schema: str) -> None
     """Called from env.py: serialise migrators, point search_path at the schema, migrate."""
     # Two processes opening a fresh store at once must not both create the tables.
     connection.execute(
-        text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": f"mk-migrate:{schema}"}
+        text("SELECT pg_advisory_xact_lock(:k)"), {"k": locks.lock_number("mk-migrate", schema)}
     )
     connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
     connection.execute(text(f'SET LOCAL search_path TO "{schema}", public'))

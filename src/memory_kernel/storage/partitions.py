@@ -22,6 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.config import StorageConfig
+from memory_kernel.storage import locks
 from memory_kernel.storage.database import Database
 from memory_kernel.storage.search import hnsw_predicate
 from memory_kernel.storage.tables import PARTITIONED_TABLES, agent_partitions, metadata
@@ -66,10 +67,7 @@ async def promote_agent(
     """Move ``agent_id``'s rows of ``table`` into a partition of its own (in the caller's
     transaction). Returns ``None`` when the agent already has one."""
     _check_table(table)
-    await conn.execute(
-        text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-        {"key": f"mk-partition:{table}:{agent_id}"},
-    )
+    await locks.lock(conn, "mk-partition", table, agent_id)
     exists = await conn.scalar(
         agent_partitions.select()
         .with_only_columns(agent_partitions.c.partition_name)

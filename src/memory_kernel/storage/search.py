@@ -13,27 +13,18 @@ index, and rows written since, staged outside it until the indexer moves them in
 tier gives its own top ``k`` and the two are merged. A write thus never waits for an HNSW
 insert, and the search stays complete.
 
-Why two execution paths: the database answers a warm per-agent search in about a millisecond,
-and SQLAlchemy's statement machinery (building, caching, binding the vector as text,
-processing rows) cost as much again per call (benchmarks/search.py). The common shapes —
-plain columns, filters comparing a column with a value — are rendered to SQL once per shape
-and run on the driver connection with the vector in pgvector's binary form. Anything else
-(labels, expressions) goes through SQLAlchemy, with the same semantics.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import (
-    BinaryExpression,
-    BindParameter,
-    Column,
     ColumnElement,
+    Row,
     Select,
     Table,
     select,
@@ -41,9 +32,6 @@ from sqlalchemy import (
 )
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql import operators
-
-from memory_kernel.storage.driver import AnyRow, as_rows, run
 
 __all__ = [
     "SEARCHABLE",
@@ -55,6 +43,8 @@ __all__ = [
     "nearest",
     "tiers",
 ]
+
+AnyRow = Row[Any]
 
 #: Which rows take part in vector search, per table.
 SEARCHABLE: dict[str, str] = {
@@ -128,17 +118,6 @@ def knn_select(
     return select(merged).order_by(merged.c.distance).limit(k)
 
 
-# Comparison operators the driver path renders itself; any other filter takes SQLAlchemy's.
-_OPERATORS: dict[Any, str] = {
-    operators.eq: "=",
-    operators.ne: "<>",
-    operators.gt: ">",
-    operators.ge: ">=",
-    operators.lt: "<",
-    operators.le: "<=",
-}
-
-
 async def nearest(
     conn: AsyncConnection,
     table: Table,
@@ -158,51 +137,8 @@ async def nearest(
         return []
     if columns is None:
         columns = [c for c in table.c if c.name not in ("embedding", "search_tsv")]
-    plain = _plain(table, columns, where)
-    if plain is not None:
-        names, filters, values = plain
-        sql = _driver_sql(table.name, names, filters)
-        vec = np.asarray(vector, dtype=np.float32)
-        # Row-compatible for every caller (attribute access, ``_mapping``).
-        return as_rows(await run(conn, sql, agent_id, vec, k, *values))
     where = [table.c.agent_id == agent_id, *where]
     rows: Sequence[AnyRow] = (
         await conn.execute(knn_select(table, columns, where, vector, k))
     ).all()
     return rows
-
-
-def _plain(
-    table: Table, columns: Sequence[Any], where: Sequence[ColumnElement[bool]]
-) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], list[Any]] | None:
-    """Column names, ``(column, operator)`` filters and their values when the search uses
-    only plain columns of ``table`` and column-vs-value comparisons; otherwise ``None``."""
-    names: list[str] = []
-    for column in columns:
-        if not isinstance(column, Column) or column.table is not table:
-            return None
-        names.append(column.name)
-    filters: list[tuple[str, str]] = []
-    values: list[Any] = []
-    for clause in where:
-        if not isinstance(clause, BinaryExpression):
-            return None
-        left, right, op = clause.left, clause.right, _OPERATORS.get(clause.operator)
-        if op is None or not isinstance(left, Column) or left.table is not table:
-            return None
-        if not isinstance(right, BindParameter) or right.callable is not None:
-            return None
-        filters.append((left.name, op))
-        values.append(right.value)
-    return tuple(names), tuple(filters), values
-
-
-@lru_cache(maxsize=256)
-def _driver_sql(table: str, names: tuple[str, ...], filters: tuple[tuple[str, str], ...]) -> str:
-    """The search as SQL text: ``$1`` agent, ``$2`` vector, ``$3`` k, then filter values.
-
-    Names come from the table's own columns and operators from a fixed set, never from input.
-    """
-    selected = ", ".join(f'"{name}"' for name in names)
-    extra = "".join(f' AND "{name}" {op} ${i}' for i, (name, op) in enumerate(filters, 4))
-    return knn_sql(table, select=selected, vector="$2", agent="$1", k="$3", where=extra)
