@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -18,14 +17,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
-from asyncpg.exceptions import InternalClientError
-from pgvector.asyncpg import register_vector
-from sqlalchemy import event, select, text
+from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import InvalidatePoolError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.pool import QueuePool
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
@@ -38,6 +34,7 @@ from memory_kernel.errors import (
 )
 from memory_kernel.storage import migrate
 from memory_kernel.storage.embedded import EmbeddedServer
+from memory_kernel.storage.engine import make_engine
 from memory_kernel.storage.errors import map_db_error, translate_db_errors
 from memory_kernel.storage.staging import StagedNotes
 from memory_kernel.storage.tables import PARTITIONED_TABLES, kernel_meta
@@ -51,10 +48,6 @@ T = TypeVar("T")
 # so a call during an outage fails in under a second instead of hanging.
 _CONNECT_ATTEMPTS = 5
 _CONNECT_BACKOFF_S = 0.05
-# A pooled connection idle longer than this is pinged on checkout (see _on_checkout).
-_PING_AFTER_IDLE_S = 5.0
-# Where a connection record keeps the time its connection went back to the pool.
-_IDLE_SINCE = "idle_since"
 
 
 @dataclass(slots=True)
@@ -117,45 +110,7 @@ class Database:
     def create(
         cls, dsn: str, config: StorageConfig, *, server: EmbeddedServer | None = None
     ) -> Database:
-        engine = create_async_engine(
-            dsn,
-            pool_size=config.pool_size,
-            max_overflow=config.max_overflow,
-            # The connection used last goes out first: it is the warmest (its prepared
-            # statements, its server backend's caches) and idle ones age out together.
-            pool_use_lifo=True,
-            # Not SQLAlchemy's pre-ping (a round trip on every checkout): _on_checkout pings
-            # only a connection idle long enough to have been cut silently.
-            pool_pre_ping=False,
-            connect_args={
-                "timeout": config.connect_timeout_s,
-                "server_settings": {
-                    "search_path": f'"{config.schema_name}", public',
-                    # Placeholders until pgvector loads, then picked up by it.
-                    "hnsw.ef_search": str(config.hnsw_ef_search),
-                    "hnsw.iterative_scan": "relaxed_order",
-                    # Generic plans cannot prove a partial index's predicate and, with many
-                    # partitions, silently fall back to seq scan + sort: always plan per call.
-                    "plan_cache_mode": "force_custom_plan",
-                    # Parallel workers make the small per-agent scans 2-3x slower.
-                    "max_parallel_workers_per_gather": "0",
-                    "application_name": "memory-kernel",
-                },
-            },
-        )
-        database = cls(engine, config, server)
-        event.listen(engine.sync_engine, "connect", database._on_connect)
-        event.listen(engine.sync_engine.pool, "checkout", _on_checkout)
-        event.listen(engine.sync_engine.pool, "checkin", _on_checkin)
-        return database
-
-    def _on_connect(self, dbapi_connection: Any, _record: Any) -> None:
-        # Before the extension exists (first open) there is no type to register; the pool
-        # is disposed once it is created, so later connections get the codec.
-        try:
-            dbapi_connection.run_async(_register_vector)
-        except ValueError:
-            _log.debug("pgvector type not found yet; codec not registered")
+        return cls(make_engine(dsn, config), config, server)
 
     @property
     def leased(self) -> int:
@@ -363,31 +318,6 @@ class Database:
         )
 
 
-def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
-    if record is not None:
-        record.info[_IDLE_SINCE] = time.monotonic()
-
-
-def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-    """Hand out only live connections, without a round trip on the hot path.
-
-    A server that died (or restarted) closes its sockets, and asyncpg sees that at once:
-    such a connection is refused and the whole pool is invalidated, since its other
-    connections went with the same server. A connection idle longer than
-    ``_PING_AFTER_IDLE_S`` may have been cut silently (a network drop sends nothing), so it
-    is pinged. The pool replaces a refused connection with a new one (SQLAlchemy retries).
-    """
-    driver = dbapi_connection.driver_connection
-    if driver is None or driver.is_closed():
-        raise InvalidatePoolError("the server closed this connection")
-    idle_since = record.info.get(_IDLE_SINCE)
-    if idle_since is not None and time.monotonic() - idle_since > _PING_AFTER_IDLE_S:
-        try:
-            dbapi_connection.ping()
-        except Exception as exc:
-            raise InvalidatePoolError(f"ping failed: {exc}") from exc
-
-
 def _retrying(attempts: int = _CONNECT_ATTEMPTS) -> AsyncRetrying:
     return AsyncRetrying(
         stop=stop_after_attempt(attempts),
@@ -408,19 +338,6 @@ def _migration_lock() -> asyncio.Lock:
     if lock is None:
         lock = _locks[loop] = asyncio.Lock()
     return lock
-
-
-async def _register_vector(connection: Any) -> None:
-    try:
-        await register_vector(connection)
-    except InternalClientError as exc:
-        # Cancelled while asyncpg introspects the type, the protocol is left mid-operation and
-        # the next step raises this instead of CancelledError: give the caller its cancellation
-        # back (the pool discards the half-set-up connection either way).
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            raise asyncio.CancelledError from exc
-        raise
 
 
 def _current_revision(connection: Connection, schema: str) -> str | None:
