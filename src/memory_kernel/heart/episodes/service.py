@@ -18,7 +18,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from types import EllipsisType
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -33,7 +32,7 @@ from memory_kernel.heart.episodes.rows import (
     reuse_event,
     started_event,
 )
-from memory_kernel.heart.episodes.vectors import Vector, embed_or_none
+from memory_kernel.heart.episodes.vectors import embed_or_none
 from memory_kernel.heart.episodes.writes import Seen, create_in, reuse_in
 from memory_kernel.judges.base import Judge
 from memory_kernel.judges.rules import RuleJudge
@@ -45,8 +44,9 @@ from memory_kernel.models.episodes import (
     EpisodeInput,
     EpisodeStart,
 )
-from memory_kernel.runtime import Runtime
+from memory_kernel.runtime import MISSING, Missing, Runtime, Vector
 from memory_kernel.similarity import text_overlap
+from memory_kernel.storage import locks
 from memory_kernel.validation import check_agent_id, check_text
 
 __all__ = ["EpisodeService"]
@@ -67,28 +67,20 @@ class EpisodeService:
 
     # -- start ---------------------------------------------------------------------------
 
-    async def start(self, episode: EpisodeInput) -> EpisodeStart:
-        """Start an episode, or return the agent's recent ongoing one that is the same."""
-        check_input(episode)
-        vector = await embed_or_none(self._rt, episode.summary)
-        opening = repo.start_opening(episode.agent_id)
-        async with self._rt.db.lean_transaction(opening) as conn:
-            return await self._start(conn, episode, vector, locked=True)
-
-    async def start_in(
-        self,
-        conn: AsyncConnection,
-        episode: EpisodeInput,
-        *,
-        embedding: Vector | EllipsisType | None = ...,
+    async def start(
+        self, episode: EpisodeInput, *, embedding: Vector | Missing | None = MISSING
     ) -> EpisodeStart:
-        """``start`` inside the caller's transaction. A caller that already embedded the
-        summary passes ``embedding`` (``None`` = unavailable), so the embedder is not asked
-        again while the caller's transaction holds its locks."""
+        """Start an episode, or return the agent's recent ongoing one that is the same.
+
+        Runs in ``self._rt.db.transaction()``, so inside a caller's unit of work it joins
+        it. A caller that already embedded the summary passes ``embedding`` (``None`` = there
+        is none); ``MISSING`` embeds it here, before the transaction opens."""
         check_input(episode)
-        if isinstance(embedding, EllipsisType):
-            embedding = await embed_or_none(self._rt, episode.summary)
-        return await self._start(conn, episode, embedding)
+        if isinstance(embedding, Missing):
+            embedding = (await self._rt.embed_or_none([episode.summary]))[0]
+        async with self._rt.db.transaction() as conn:
+            await locks.lock(conn, "mk-episode-start", episode.agent_id)
+            return await self._start(conn, episode, embedding, locked=True)
 
     async def _start(
         self,
@@ -174,19 +166,17 @@ class EpisodeService:
 
     # -- turns and use -------------------------------------------------------------------
 
-    async def record_turn_in(
-        self, conn: AsyncConnection, *, agent_id: str, episode_id: uuid.UUID
-    ) -> None:
-        """Count a turn of the episode (``metadata["turns"]``) inside the caller's transaction."""
+    async def record_turn(self, *, agent_id: str, episode_id: uuid.UUID) -> None:
+        """Count a turn of the episode (``metadata["turns"]``); joins a caller's open unit."""
         check_agent_id(agent_id)
         check_id(episode_id)
         now = self._rt.clock.now()
-        if not await repo.increment_turns(conn, agent_id=agent_id, episode_id=episode_id, now=now):
-            raise NotFoundError(f"episode {episode_id} does not exist for agent {agent_id!r}")
-
-    async def record_turn(self, *, agent_id: str, episode_id: uuid.UUID) -> None:
         async with self._rt.db.transaction() as conn:
-            await self.record_turn_in(conn, agent_id=agent_id, episode_id=episode_id)
+            found = await repo.increment_turns(
+                conn, agent_id=agent_id, episode_id=episode_id, now=now
+            )
+        if not found:
+            raise NotFoundError(f"episode {episode_id} does not exist for agent {agent_id!r}")
 
     async def record_use(self, *, agent_id: str, episode_ids: Sequence[uuid.UUID]) -> int:
         """Count one use (e.g. the episode was put in a prompt) of each episode; returns how
