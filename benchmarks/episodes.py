@@ -45,7 +45,7 @@ from machine import cpu_ns_per_step
 from sqlalchemy import text
 
 from memory_kernel import HashingEmbedder, MemoryKernel, MemoryKernelConfig
-from memory_kernel.heart.episodes import admission_sql as reads
+from memory_kernel.heart.episodes import admission_store
 from memory_kernel.heart.episodes.ending import ADMISSION_EF_SEARCH
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.storage.indexer import index_staged
@@ -61,15 +61,15 @@ _WORDS = [f"{a}{b}" for a in ("re", "de", "pro", "con", "sub", "tra", "ex", "in"
 
 #: How a statement of start/end is named in the breakdown (first matching marker wins).
 _STEPS = (
-    ("BEGIN;", "BEGIN + lock (start or admission) + settings"),
     ("COMMIT", "COMMIT (WAL flush)"),
     ("BEGIN", "BEGIN"),
+    ("pg_advisory_xact_lock", "agent's lock (start or admission)"),
+    ("hnsw.ef_search", "SET LOCAL ef_search (end)"),
     ("WITH e AS", "episode locked + admission top-k (one statement)"),
     ("SET indexed = true", "index worker batch (background, not in end)"),
-    ("INSERT INTO episodes", "insert episode + event (1 CTE)"),
     ("touched AS", "reuse episode + event (1 CTE)"),
     ("done AS", "complete + plan + events (1 CTE, row staged)"),
-    ("pg_advisory_xact_lock", "start lock + dedup window read (start_in)"),
+    ("INSERT INTO episodes", "insert episode + event (1 CTE)"),
     ("started_at >=", "dedup window read (btree)"),
     ("FOR UPDATE", "lock REPLACE/MERGE target (+ group head)"),
     ("tiers", "admission top-k search (HNSW + staged tiers, judge path)"),
@@ -201,8 +201,6 @@ def round_trip_timer(breakdown: Breakdown) -> Iterator[None]:
         (Transaction, "start", lambda *_: "BEGIN"),
         (Transaction, "commit", lambda *_: "COMMIT (WAL flush)"),
         (PreparedStatement, "fetch", lambda s, _: _step(s.get_query())),
-        # The driver path (storage.driver) calls the connection directly; its BEGIN and
-        # COMMIT are plain ``execute`` calls.
         (Connection, "fetch", _by_query),
         (Connection, "execute", _by_query),
     ]
@@ -384,10 +382,10 @@ async def completeness(kernel: MemoryKernel, queries: list[str]) -> tuple[int, i
         found = []
         for exact in (False, True):
             async with kernel.database.transaction() as conn:
-                await reads.set_ef_search(conn, ADMISSION_EF_SEARCH)
+                await admission_store.set_ef_search(conn, ADMISSION_EF_SEARCH)
                 if exact:  # no index: a sequential scan and a sort, the exact answer
                     await conn.execute(text("SET LOCAL enable_indexscan = off"))
-                cands = await reads.candidates(
+                cands = await admission_store.candidates(
                     conn,
                     agent_id=AGENT,
                     vector=vector,

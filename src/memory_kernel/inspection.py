@@ -19,7 +19,7 @@ from enum import StrEnum
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory_kernel.brain.repository import to_decision
+from memory_kernel.brain.store import to_decision
 from memory_kernel.errors import ValidationError
 from memory_kernel.heart.facts.repository import FACT_COLUMNS, to_fact
 from memory_kernel.models.base import OutputModel

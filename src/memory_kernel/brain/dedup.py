@@ -13,16 +13,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from memory_kernel.models.decisions import DedupMethod, DedupVerdict
 from memory_kernel.similarity import cosine, words
 
-__all__ = ["RecentDecision", "containment", "content_words", "find_duplicate"]
+if TYPE_CHECKING:
+    from memory_kernel.runtime import Vector
 
-Vector = npt.NDArray[np.float32]
+__all__ = ["RecentDecision", "containment", "content_words", "find_duplicate"]
 
 # Words that match between almost any two sentences; containment over them means nothing.
 _STOPWORDS = frozenset(

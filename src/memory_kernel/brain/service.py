@@ -2,51 +2,50 @@
 
 - :meth:`Brain.record` — the explicit path (an agent's ``record_decision`` tool): no filter.
 - :meth:`Brain.start` / :meth:`Brain.finalize` — deliberation, the automatic path:
-  ``start`` applies layer 2 (dedup against the same session's active decisions of the last
-  ``dedup_window_s``, under a per-session advisory lock so concurrent starts cannot both
-  pass); ``finalize`` applies layer 3 (the quality gate) and, because the final text may
-  differ from the started one, layer 2 again. A rejection is a soft delete
-  (``active = false``, ``rejection_reason``) with a ``memory_events`` row. A decision that
-  passes without a given confidence gets one from the gate's quality score
-  (``gate.confidence_from_quality``: 0.6 to 0.8) instead of the 0.5 placeholder, which
-  passive recall (> 0.5) would never inject.
+  ``start`` applies layer 2 (dedup against the same session's recent active decisions,
+  under the session's decision lock so concurrent starts cannot both pass); ``finalize``
+  applies layer 3 (the quality gate) and, because the final text may differ from the
+  started one, layer 2 again. A rejection is a soft delete (``active = false``,
+  ``rejection_reason``) with a ``memory_events`` row. The rules are in ``policy.py``, the
+  SQL in ``store.py``.
 
-Layer 1 (is the response a decision at all?) lives in ``memory_kernel.cognitive``, which
-composes these operations into ``post_turn`` through the ``*_in`` variants.
+Each write is one operation that embeds first (no connection waits on the embedder) and
+then runs in ``self._rt.db.transaction()``, so inside a caller's unit of work it joins it:
+:meth:`add`, :meth:`deliberate`, :meth:`conclude`, :meth:`abandon`. They return the full
+result and count nothing; the public methods call them and count, and
+``memory_kernel.cognitive`` calls them inside ``pre_turn``/``post_turn`` and counts after its
+unit committed (layer 1, is the response a decision at all, lives there).
+
+Every write that adds a session's active decisions holds the session's decision lock;
+``conclude`` takes it after the decision's row lock, and a caller that also touches
+episodes takes it before them, so locks are always taken in one order.
 """
 
 from __future__ import annotations
 
-import logging
 import uuid
 from datetime import datetime
+from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory_kernel.brain import deliberation as dl
-from memory_kernel.brain import repository as repo
+from memory_kernel.brain import policy, store
+from memory_kernel.brain.dedup import RecentDecision
+from memory_kernel.brain.policy import Finalized, FinalizeResult, StartResult
 from memory_kernel.brain.stats import GateCounters, Layer
-from memory_kernel.errors import EmbedderError, InvalidVectorError, ValidationError
-from memory_kernel.models.decisions import MAX_DECISION_BYTES, Decision, DecisionInput
-from memory_kernel.models.enums import Stakes
-from memory_kernel.runtime import Runtime
-from memory_kernel.similarity import words
+from memory_kernel.errors import ValidationError
+from memory_kernel.models.decisions import (
+    MAX_DECISION_BYTES,
+    PLACEHOLDER_CONFIDENCE,
+    Decision,
+    DecisionInput,
+)
+from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind, Stakes
+from memory_kernel.runtime import MISSING, Missing, Runtime, Vector
+from memory_kernel.storage.events import Event, write_events
 from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
 
 __all__ = ["Brain"]
-
-_log = logging.getLogger(__name__)
-
-Vector = npt.NDArray[np.float32]
-
-
-def _stakes(value: Stakes | str) -> Stakes:
-    try:
-        return Stakes(value)
-    except ValueError as exc:
-        raise ValidationError(f"stakes must be one of {[s.value for s in Stakes]}") from exc
 
 
 class Brain:
@@ -54,57 +53,45 @@ class Brain:
 
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
+        self._cfg = runtime.config.brain
         #: What each layer of the decision gate rejected (read via ``kernel.stats()``).
         self.counters = GateCounters()
 
-    async def embed_or_none(self, text: str) -> Vector | None:
-        """The text's vector, or ``None`` when the embedder is unavailable: decisions are then
-        stored without a vector and dedup falls back to keyword containment. A text without
-        words gets no vector either: it says nothing to compare (the episodes' rule too)."""
-        if not words(text):
-            return None
-        try:
-            vector = (await self._rt.embed([text]))[0]
-        except (EmbedderError, InvalidVectorError) as exc:
-            _log.warning("decision stored without embedding", extra={"error": str(exc)})
-            return None
-        # A text without word tokens embeds to zero, which has no direction to compare.
-        return vector if float(np.linalg.norm(vector)) > 0.0 else None
-
-    async def embed_all_or_none(self, texts: list[str]) -> list[Vector | None]:
-        """:meth:`embed_or_none` for several texts in one embedder call."""
-        if not texts:
-            return []
-        try:
-            vectors = await self._rt.embed(texts)
-        except (EmbedderError, InvalidVectorError) as exc:
-            _log.warning("decisions stored without embedding", extra={"error": str(exc)})
-            return [None] * len(texts)
-        return [v if float(np.linalg.norm(v)) > 0.0 else None for v in vectors]
-
-    async def lock_session_in(
-        self, conn: AsyncConnection, *, agent_id: str, session_id: str
-    ) -> None:
-        """Take the session's decision lock for the rest of the caller's transaction (the
-        lock ``start``/``finalize`` take; re-entrant). Callers that also touch episodes take
-        it first, so every transaction acquires the locks in the same order."""
-        await repo.lock_session(conn, agent_id=agent_id, session_id=session_id)
+    async def lock_session(self, *, agent_id: str, session_id: str) -> None:
+        """Take the session's decision lock until the caller's unit of work ends (the lock
+        the writes take; re-entrant). A unit that also touches episodes takes it first."""
+        async with self._rt.db.transaction() as conn:
+            await store.lock_session(conn, agent_id=agent_id, session_id=session_id)
 
     # --- the explicit path -------------------------------------------------------------
 
     async def record(self, decision: DecisionInput) -> Decision:
         """Store a decision the agent made explicitly; no filter, dedup or gate applies."""
-        vector = await self.embed_or_none(decision.description)
-        async with self._rt.db.transaction() as conn:
-            stored = await self.record_in(conn, decision, embedding=vector)
+        stored = await self.add(decision)
         self.counters.recorded_explicit += 1
         return stored
 
-    async def record_in(
-        self, conn: AsyncConnection, decision: DecisionInput, *, embedding: Vector | None
+    async def add(
+        self, decision: DecisionInput, *, embedding: Vector | Missing | None = MISSING
     ) -> Decision:
-        """:meth:`record` inside the caller's transaction (the caller counts after commit)."""
-        return await dl.record_in(conn, self._rt, decision, embedding=embedding)
+        """:meth:`record` without counting: stored finalized and active. ``embedding`` is
+        the description's vector (``None``: there is none; ``MISSING``: embed it here)."""
+        vector = await self._vector(decision.description, embedding)
+        now = self._rt.clock.now()
+        fields = {
+            **decision.model_dump(),
+            "stakes": decision.stakes.value,
+            "active": True,
+            "finalized": True,
+        }
+        async with self._rt.db.transaction() as conn:
+            await store.lock_session(
+                conn, agent_id=decision.agent_id, session_id=decision.session_id
+            )
+            row = await store.insert(conn, fields, embedding=vector, now=now)
+            recorded = self._event(row, EventKind.DECISION_RECORDED, decided_by=DecidedBy.CALLER)
+            await write_events(conn, [recorded])
+        return row
 
     # --- deliberation ------------------------------------------------------------------
 
@@ -123,53 +110,54 @@ class Brain:
         check_agent_id(agent_id)
         check_agent_id(session_id, field="session_id")
         check_text(description, field="description", max_bytes=MAX_DECISION_BYTES)
-        level = _stakes(stakes)
-        vector = await self.embed_or_none(description)
-        async with self._rt.db.transaction() as conn:
-            result = await self.start_in(
-                conn,
-                agent_id=agent_id,
-                session_id=session_id,
-                description=description,
-                embedding=vector,
-                episode_id=episode_id,
-                frame=frame,
-                stakes=level,
-                category=category,
-            )
+        result = await self.deliberate(
+            agent_id,
+            session_id,
+            description,
+            episode_id=episode_id,
+            frame=frame,
+            stakes=policy.stakes(stakes),
+            category=category,
+        )
         self.observe_start(result, agent_id=agent_id, session_id=session_id)
         return result.decision_id
 
-    async def start_in(
+    async def deliberate(
         self,
-        conn: AsyncConnection,
-        *,
         agent_id: str,
         session_id: str,
         description: str,
-        embedding: Vector | None,
+        *,
         episode_id: uuid.UUID | None = None,
         frame: str | None = None,
         stakes: Stakes = Stakes.MEDIUM,
         category: str | None = None,
-        session_locked: bool = False,
-    ) -> dl.StartResult:
-        """:meth:`start` inside the caller's transaction; call :meth:`observe_start` after
-        commit. ``embedding`` is the description's vector (``None``: embedder unavailable);
-        ``session_locked``: the caller took :meth:`lock_session_in` already."""
-        return await dl.start_in(
-            conn,
-            self._rt,
-            agent_id=agent_id,
-            session_id=session_id,
-            description=description,
-            embedding=embedding,
-            episode_id=episode_id,
-            frame=frame,
-            stakes=stakes,
-            category=category,
-            session_locked=session_locked,
-        )
+        embedding: Vector | Missing | None = MISSING,
+    ) -> StartResult:
+        """:meth:`start` without validating or counting (call :meth:`observe_start` once
+        the unit committed): layer 2, then the draft with its placeholder confidence."""
+        vector = await self._vector(description, embedding)
+        async with self._rt.db.transaction() as conn:
+            await store.lock_session(conn, agent_id=agent_id, session_id=session_id)
+            recent = await self._recent(conn, agent_id, session_id)
+            verdict = policy.duplicate(self._cfg, description, vector, recent)
+            if verdict.duplicate:
+                return StartResult(decision_id=None, dedup=verdict)
+            fields = {
+                "agent_id": agent_id,
+                "session_id": session_id,
+                "episode_id": episode_id,
+                "description": description,
+                "confidence": PLACEHOLDER_CONFIDENCE,
+                "stakes": stakes.value,
+                "category": category,
+                "frame": frame,
+                "active": True,
+                "finalized": False,
+            }
+            row = await store.insert(conn, fields, embedding=vector, now=self._rt.clock.now())
+            await write_events(conn, [self._event(row, EventKind.DECISION_STARTED)])
+        return StartResult(decision_id=row.id, dedup=verdict)
 
     async def finalize(
         self,
@@ -189,71 +177,79 @@ class Brain:
             check_text(description, field="description", max_bytes=MAX_DECISION_BYTES)
         if confidence is not None:
             confidence = check_unit_interval(confidence, field="confidence")
-        level = None if stakes is None else _stakes(stakes)
-        vector = None if description is None else await self.embed_or_none(description)
-        async with self._rt.db.transaction() as conn:
-            current = await repo.get(conn, agent_id=agent_id, decision_id=decision_id)
-            result = await self.finalize_in(
-                conn,
-                decision_id,
-                agent_id=agent_id,
-                description=description,
-                embedding=vector,
-                reasoning=reasoning,
-                confidence=confidence,
-                stakes=level,
-                category=category,
-            )
-        self.observe_finalize(result, agent_id=agent_id, session_id=current.session_id)
+        result = await self.conclude(
+            decision_id,
+            agent_id=agent_id,
+            description=description,
+            reasoning=reasoning,
+            confidence=confidence,
+            stakes=None if stakes is None else policy.stakes(stakes),
+            category=category,
+        )
+        self.observe_finalize(result, agent_id=agent_id, decision_id=decision_id)
         return result.decision
 
-    async def finalize_in(
+    async def conclude(
         self,
-        conn: AsyncConnection,
         decision_id: uuid.UUID,
         *,
         agent_id: str,
         description: str | None = None,
-        embedding: Vector | None = None,
+        embedding: Vector | Missing | None = MISSING,
         reasoning: str | None = None,
         confidence: float | None = None,
         stakes: Stakes | None = None,
         category: str | None = None,
-        session_locked: bool = False,
-    ) -> dl.FinalizeResult:
-        """:meth:`finalize` inside the caller's transaction; call :meth:`observe_finalize`
-        after commit."""
-        return await dl.finalize_in(
-            conn,
-            self._rt,
-            decision_id,
-            agent_id=agent_id,
-            description=description,
-            embedding=embedding,
-            reasoning=reasoning,
-            confidence=confidence,
-            stakes=stakes,
-            category=category,
-            session_locked=session_locked,
-        )
+    ) -> FinalizeResult:
+        """:meth:`finalize` without validating or counting (call :meth:`observe_finalize`
+        once the unit committed): layer 3, then layer 2 on the final text, then persist.
+        ``embedding`` is the vector of ``description``; without a description the stored
+        vector is kept."""
+        vector = None if description is None else await self._vector(description, embedding)
+        async with self._rt.db.transaction() as conn:
+            current, stored = await store.get_for_update(
+                conn, agent_id=agent_id, decision_id=decision_id
+            )
+            if not current.active:
+                return FinalizeResult(current.session_id, None, reason="already rejected")
+            if current.finalized:
+                return FinalizeResult(current.session_id, current)
+            final = policy.final_values(
+                self._cfg, current, stored,
+                description=description, embedding=vector, reasoning=reasoning,
+                confidence=confidence, stakes=stakes, category=category,
+            )  # fmt: skip
+            if not final.verdict.passed:
+                assert final.verdict.rule is not None
+                return await self._reject(conn, current, Layer.QUALITY_GATE, final.verdict.rule)
+            # Layer 2 again: the final text may differ from the started one.
+            await store.lock_session(conn, agent_id=agent_id, session_id=current.session_id)
+            recent = await self._recent(conn, agent_id, current.session_id, exclude=current.id)
+            dup = policy.duplicate(self._cfg, final.description, final.embedding, recent)
+            if dup.duplicate:
+                assert dup.method is not None
+                return await self._reject(
+                    conn, current, Layer.DUPLICATE, dup.method,
+                    score=dup.score, related_id=dup.duplicate_of,
+                )  # fmt: skip
+            return await self._persist(conn, current, final)
 
-    async def abandon_in(
-        self,
-        conn: AsyncConnection,
-        decision_id: uuid.UUID,
-        *,
-        agent_id: str,
-        layer: Layer,
-        reason: str,
-    ) -> dl.FinalizeResult:
-        """Soft-delete a deliberation that turned out not to be a decision."""
-        return await dl.abandon_in(
-            conn, self._rt, decision_id, agent_id=agent_id, layer=layer, reason=reason
-        )
+    async def abandon(
+        self, decision_id: uuid.UUID, *, agent_id: str, layer: Layer, reason: str
+    ) -> FinalizeResult:
+        """Give a deliberation up (layer 1 found the response informational, or the agent
+        recorded the decision explicitly). Idempotent on an already inactive decision."""
+        async with self._rt.db.transaction() as conn:
+            current, _ = await store.get_for_update(
+                conn, agent_id=agent_id, decision_id=decision_id
+            )
+            if not current.active:
+                return FinalizeResult(current.session_id, None, layer, "already inactive")
+            return await self._reject(conn, current, layer, reason)
 
     # --- counting (after commit) -------------------------------------------------------
 
-    def observe_start(self, result: dl.StartResult, *, agent_id: str, session_id: str) -> None:
+    def observe_start(self, result: StartResult, *, agent_id: str, session_id: str) -> None:
         if result.decision_id is not None:
             self.counters.started += 1
             return
@@ -266,12 +262,7 @@ class Brain:
         )
 
     def observe_finalize(
-        self,
-        result: dl.FinalizeResult,
-        *,
-        agent_id: str,
-        session_id: str,
-        decision_id: uuid.UUID | None = None,
+        self, result: FinalizeResult, *, agent_id: str, decision_id: uuid.UUID | None = None
     ) -> None:
         if result.decision is not None:
             self.counters.recorded += int(result.decision.finalized)
@@ -280,7 +271,7 @@ class Brain:
                 result.layer,
                 result.reason or "unknown",
                 agent_id=agent_id,
-                session_id=session_id,
+                session_id=result.session_id,
                 decision_id=decision_id,
                 related_id=result.related_id,
             )
@@ -291,7 +282,7 @@ class Brain:
         """One decision of ``agent_id`` (active or not); ``NotFoundError`` if there is none."""
         check_agent_id(agent_id)
         async with self._rt.db.connection() as conn:
-            return await repo.get(conn, agent_id=agent_id, decision_id=decision_id)
+            return await store.get(conn, agent_id=agent_id, decision_id=decision_id)
 
     async def get_recent_decisions(
         self,
@@ -309,6 +300,91 @@ class Brain:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit must be an integer between 1 and 1000")
         async with self._rt.db.connection() as conn:
-            return await repo.recent(
+            return await store.recent(
                 conn, agent_id=agent_id, since=since, limit=limit, session_id=session_id
             )
+
+    # --- the steps of the writes -------------------------------------------------------
+
+    async def _vector(self, text: str, embedding: Vector | Missing | None) -> Vector | None:
+        if isinstance(embedding, Missing):
+            return (await self._rt.embed_or_none([text]))[0]
+        return embedding
+
+    async def _recent(
+        self,
+        conn: AsyncConnection,
+        agent_id: str,
+        session_id: str,
+        *,
+        exclude: uuid.UUID | None = None,
+    ) -> list[RecentDecision]:
+        """Layer 2's candidates; the caller holds the session lock."""
+        return await store.recent_for_dedup(
+            conn,
+            agent_id=agent_id,
+            session_id=session_id,
+            since=policy.dedup_since(self._cfg, self._rt.clock.now()),
+            limit=self._cfg.dedup_recent_limit,
+            exclude=exclude,
+        )
+
+    def _event(
+        self,
+        decision: Decision,
+        kind: EventKind,
+        *,
+        decided_by: DecidedBy = DecidedBy.RULE,
+        **extra: Any,
+    ) -> Event:
+        return Event(
+            agent_id=decision.agent_id,
+            kind=MemoryKind.DECISION,
+            memory_id=decision.id,
+            event=kind,
+            decided_by=decided_by,
+            at=self._rt.clock.now(),
+            **extra,
+        )
+
+    async def _reject(
+        self,
+        conn: AsyncConnection,
+        decision: Decision,
+        layer: Layer,
+        reason: str,
+        *,
+        score: float | None = None,
+        related_id: uuid.UUID | None = None,
+    ) -> FinalizeResult:
+        """Soft delete: the row stays for audit with its reason, and an event says why."""
+        why = policy.rejection_reason(layer, reason)
+        values = {"active": False, "rejection_reason": why, "updated_at": self._rt.clock.now()}
+        await store.update(conn, decision, values)
+        rejected = self._event(
+            decision, EventKind.REJECTED,
+            reason=why, score=score, related_id=related_id, details={"layer": layer.value},
+        )  # fmt: skip
+        await write_events(conn, [rejected])
+        return FinalizeResult(decision.session_id, None, layer, reason, related_id)
+
+    async def _persist(
+        self, conn: AsyncConnection, current: Decision, final: Finalized
+    ) -> FinalizeResult:
+        """Store the final values; a changed confidence gets its event (with the gate's
+        quality score when the gate set it)."""
+        values = {**final.values, "finalized": True, "updated_at": self._rt.clock.now()}
+        decision = await store.update(conn, current, values)
+        events = [self._event(decision, EventKind.DECISION_FINALIZED)]
+        if decision.confidence != current.confidence:
+            details: dict[str, Any] = {"from": current.confidence, "to": decision.confidence}
+            if final.quality is not None:
+                details["quality"] = final.quality
+            reason = None if final.quality is None else "quality gate: quality score"
+            changed = self._event(
+                decision, EventKind.CONFIDENCE_CHANGED,
+                reason=reason, score=decision.confidence, details=details,
+            )  # fmt: skip
+            events.append(changed)
+        await write_events(conn, events)
+        return FinalizeResult(decision.session_id, decision)

@@ -1,18 +1,19 @@
 """The two hooks an agent framework calls around each LLM turn.
 
-``pre_turn(TurnInput) -> TurnContext`` — one transaction:
+``pre_turn(TurnInput) -> TurnContext`` — one unit of work for its writes, while the context
+is built on other connections:
 
 1. pick the frame (``frames.select_frame``: the host's frame, else a tiny default);
-2. start or reuse the session's episode (``heart.episodes.start_in``, with its own dedup);
+2. start or reuse the session's episode (``heart.episodes.start``, with its own dedup);
 3. if the frame deliberates (``auto_deliberation_frames``, default decision/debug), start a
    deliberation described by the user's message — **layer 2** may find it a duplicate of a
    recent decision of the session, and then none is started;
 4. return the turn's context (filled in by the context engine) and the ``TurnHandle``.
 
-``post_turn(TurnHandle, TurnOutcome) -> TurnResult`` — one transaction, all or nothing:
+``post_turn(TurnHandle, TurnOutcome) -> TurnResult`` — one unit of work, all or nothing:
 
 1. ``record_decision`` tool results are recorded explicitly (``brain.record`` path, any
-   frame, no filter); a deliberation of the same turn is then abandoned, so the decision is
+   frame, no filter); a deliberation of the same turn is abandoned, so the decision is
    not stored twice;
 2. otherwise **layer 1** (``informational.classify_response``) looks at the response: if it
    is informational (status, transition, report…) the deliberation is abandoned
@@ -23,9 +24,10 @@
    score (0.6-0.8, see ``brain.gate``), so later turns recall it passively;
 4. the episode records the turn — also when no decision was recorded.
 
-Locks are always taken in the same order — the session's decision lock, then episode
-rows — so concurrent turns of one session cannot deadlock. Counters are updated only
-after commit. Embeddings are computed before a transaction opens.
+The brain's and the heart's operations called inside a unit join it. Locks are always taken
+in the same order — the turn's decision row, the session's decision lock, then episodes —
+so concurrent turns of one session cannot deadlock. Counters are updated only after
+commit. Embeddings are computed before a unit opens.
 """
 
 from __future__ import annotations
@@ -34,12 +36,8 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from memory_kernel.brain import Brain
-from memory_kernel.brain.deliberation import FinalizeResult, StartResult
+from memory_kernel.brain.policy import FinalizeResult, StartResult
 from memory_kernel.brain.stats import Layer
 from memory_kernel.brain.tool import RECORD_DECISION_OPTIONAL
 from memory_kernel.cognitive.draft import draft_decision, summarise_message
@@ -65,14 +63,12 @@ from memory_kernel.models.turns import (
     TurnReport,
     TurnResult,
 )
-from memory_kernel.runtime import Runtime
+from memory_kernel.runtime import Runtime, Vector
 from memory_kernel.storage.events import Event, write_events
 
 __all__ = ["CognitiveLayer"]
 
 _log = logging.getLogger(__name__)
-
-Vector = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,11 +147,12 @@ class CognitiveLayer:
         # The summary is at most 200 characters, well inside a decision description.
         description = summarise_message(turn.message)
         # One embedding serves the episode's start dedup and the deliberation's dedup.
-        vector = await self._brain.embed_or_none(description)
-        # The context is read on its own connections while the turn's writes commit; the
-        # task group cancels one if the other fails.
+        (vector,) = await self._rt.embed_or_none([description])
+        # The context is read on its own connections while the turn's writes commit (the
+        # unit is opened inside its task, so the context's reads do not join it); the task
+        # group cancels one if the other fails.
         async with asyncio.TaskGroup() as group:
-            begun = group.create_task(self._begin_tx(turn, frame, description, vector, deliberate))
+            begun = group.create_task(self._begin(turn, frame, description, vector, deliberate))
             built = group.create_task(self._build_context(turn))
         episode, started = begun.result()
         assembled = built.result()
@@ -201,51 +198,34 @@ class CognitiveLayer:
             return None
         return await self._context.build(request_from_turn(turn))
 
-    async def _begin_tx(
-        self,
-        turn: TurnInput,
-        frame: str,
-        description: str,
-        vector: Vector | None,
-        deliberate: bool,
-    ) -> tuple[EpisodeStart, StartResult | None]:
-        async with self._rt.db.lean_transaction() as conn:
-            return await self._begin(conn, turn, frame, description, vector, deliberate=deliberate)
-
     async def _begin(
         self,
-        conn: AsyncConnection,
         turn: TurnInput,
         frame: str,
         description: str,
         vector: Vector | None,
-        *,
         deliberate: bool,
     ) -> tuple[EpisodeStart, StartResult | None]:
-        """pre_turn's writes: the session lock first (see the lock order above), the episode,
-        then the deliberation."""
-        if deliberate:
-            await self._brain.lock_session_in(
-                conn, agent_id=turn.agent_id, session_id=turn.session_id
+        """pre_turn's writes, one unit: the session lock first (see the lock order above),
+        the episode, then the deliberation."""
+        episode_input = EpisodeInput(
+            agent_id=turn.agent_id, session_id=turn.session_id, summary=description
+        )
+        async with self._rt.db.transaction():
+            if deliberate:
+                await self._brain.lock_session(agent_id=turn.agent_id, session_id=turn.session_id)
+            episode = await self._heart.episodes.start(episode_input, embedding=vector)
+            if not deliberate:
+                return episode, None
+            started = await self._brain.deliberate(
+                turn.agent_id,
+                turn.session_id,
+                description,
+                episode_id=episode.episode.id,
+                frame=frame,
+                stakes=_stakes(turn.signals),
+                embedding=vector,
             )
-        episode = await self._heart.episodes.start_in(
-            conn,
-            EpisodeInput(agent_id=turn.agent_id, session_id=turn.session_id, summary=description),
-            embedding=vector,
-        )
-        if not deliberate:
-            return episode, None
-        started = await self._brain.start_in(
-            conn,
-            agent_id=turn.agent_id,
-            session_id=turn.session_id,
-            description=description,
-            embedding=vector,
-            episode_id=episode.episode.id,
-            frame=frame,
-            stakes=_stakes(turn.signals),
-            session_locked=True,
-        )
         return episode, started
 
     def _observe_start(self, turn: TurnInput, frame: str, started: StartResult | None) -> None:
@@ -273,24 +253,22 @@ class CognitiveLayer:
         )
         draft = _Draft(*draft_decision(outcome)) if finalize else None
         texts = [d.description for d in explicit_inputs] + ([draft.description] if draft else [])
-        vectors = await self._brain.embed_all_or_none(texts)
+        vectors = await self._rt.embed_or_none(texts)
         if draft is not None:
             draft = _Draft(draft.description, draft.reasoning, vectors.pop())
-        async with self._rt.db.lean_transaction() as conn:
-            await self._brain.lock_session_in(
-                conn, agent_id=turn.agent_id, session_id=turn.session_id
-            )
+        report_event = self._report_event(turn)
+        async with self._rt.db.transaction() as conn:
+            # The turn's deliberation first: its row lock comes before the session lock.
+            result = await self._settle(turn, outcome, verdict, draft)
             explicit = [
-                await self._brain.record_in(conn, d, embedding=v)
+                await self._brain.add(d, embedding=v)
                 for d, v in zip(explicit_inputs, vectors, strict=True)
             ]
-            result = await self._settle(conn, turn, outcome, verdict, draft)
-            report_event = self._report_event(turn)
             if report_event is not None:  # the context report, for `memory-kernel inspect`
                 await write_events(conn, [report_event])
             # Last, so a bad episode id fails the turn after every other write (all roll back).
-            await self._heart.episodes.record_turn_in(
-                conn, agent_id=turn.agent_id, episode_id=turn.episode_id
+            await self._heart.episodes.record_turn(
+                agent_id=turn.agent_id, episode_id=turn.episode_id
             )
         if self._context is not None:
             # After commit: recall for the session's next turn in the background.
@@ -303,7 +281,6 @@ class CognitiveLayer:
 
     async def _settle(
         self,
-        conn: AsyncConnection,
         turn: TurnHandle,
         outcome: TurnOutcome,
         verdict: InformationalVerdict,
@@ -318,11 +295,10 @@ class CognitiveLayer:
                 if verdict.informational
                 else (Layer.EXPLICIT, RECORD_DECISION_TOOL)
             )
-            return await self._brain.abandon_in(
-                conn, turn.decision_id, agent_id=turn.agent_id, layer=layer, reason=reason
+            return await self._brain.abandon(
+                turn.decision_id, agent_id=turn.agent_id, layer=layer, reason=reason
             )
-        return await self._brain.finalize_in(
-            conn,
+        return await self._brain.conclude(
             turn.decision_id,
             agent_id=turn.agent_id,
             description=draft.description,
@@ -330,7 +306,6 @@ class CognitiveLayer:
             reasoning=draft.reasoning,
             confidence=outcome.decision_confidence,
             stakes=outcome.decision_stakes,
-            session_locked=True,
         )
 
     def _observe_post(
@@ -341,10 +316,7 @@ class CognitiveLayer:
         counters.recorded_explicit += len(explicit)
         if result is not None and result.layer is not Layer.EXPLICIT:
             self._brain.observe_finalize(
-                result,
-                agent_id=turn.agent_id,
-                session_id=turn.session_id,
-                decision_id=turn.decision_id,
+                result, agent_id=turn.agent_id, decision_id=turn.decision_id
             )
         reason: str | None
         if result is None:

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import func, select
 
 from memory_kernel import MemoryKernel, NotFoundError, ValidationError
-from memory_kernel.heart.episodes.vectors import Vector
 from memory_kernel.models.enums import AdmissionStatus, DecidedBy, EpisodeStatus, EventKind
 from memory_kernel.models.episodes import AdmissionDecision, EpisodeInput
+from memory_kernel.runtime import Vector
 from memory_kernel.storage.tables import episodes
 from memory_kernel.storage.vector import as_array
 from memory_kernel.testing import FakeEmbedder, FrozenClock

@@ -8,14 +8,15 @@ from typing import Any
 
 import pytest
 
-from memory_kernel.heart.episodes.admission import (
+from memory_kernel.heart.episodes.policy import (
     JudgeAnswer,
+    OngoingEpisode,
     check_answer,
     decide,
+    find_duplicate,
     plan_admission,
     prefilter,
 )
-from memory_kernel.heart.episodes.dedup import OngoingEpisode, find_duplicate
 from memory_kernel.judges import (
     AdmissionCandidate,
     AdmissionRequest,

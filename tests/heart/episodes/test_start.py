@@ -192,15 +192,13 @@ async def test_embedder_failure_still_starts_and_dedups_by_words(
 
 
 async def _start_then_fail(kernel: MemoryKernel) -> None:
-    async with kernel.database.transaction() as conn:
-        started = await kernel.heart.episodes.start_in(conn, _ep(STATUS))
-        await kernel.heart.episodes.record_turn_in(
-            conn, agent_id="a1", episode_id=started.episode.id
-        )
+    async with kernel.database.transaction():
+        started = await kernel.heart.episodes.start(_ep(STATUS))  # joins the open unit
+        await kernel.heart.episodes.record_turn(agent_id="a1", episode_id=started.episode.id)
         raise RuntimeError("host failed")
 
 
-async def test_start_in_runs_in_the_callers_transaction(kernel: MemoryKernel) -> None:
+async def test_start_joins_the_callers_transaction(kernel: MemoryKernel) -> None:
     with pytest.raises(RuntimeError, match="host failed"):
         await _start_then_fail(kernel)
     assert await _count(kernel) == 0
@@ -212,10 +210,8 @@ async def test_record_turn_counts_turns(kernel: MemoryKernel, clock: FrozenClock
     )
     clock.advance(seconds=5)
     for _ in range(3):
-        async with kernel.database.transaction() as conn:
-            await kernel.heart.episodes.record_turn_in(
-                conn, agent_id="a1", episode_id=started.episode.id
-            )
+        async with kernel.database.transaction():
+            await kernel.heart.episodes.record_turn(agent_id="a1", episode_id=started.episode.id)
     ep = await kernel.heart.episodes.get(started.episode.id, agent_id="a1")
     assert ep.metadata == {"channel": "web", "turns": 3}
     assert ep.updated_at == clock.now()

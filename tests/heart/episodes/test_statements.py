@@ -1,31 +1,28 @@
-"""The lean SQL of start and end: statement counts, cacheable statements, the lock taken by
-the window read, the guarded insert, transaction-local ef_search, and admission through an
-agent's own HNSW partition."""
+"""The SQL of start and end: statement counts, statements compiled once per shape, the
+start lock taken before the window is read, no embedding inside a transaction,
+transaction-local ef_search, and admission through an agent's own HNSW partition."""
 
 from __future__ import annotations
 
 import uuid
-import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 from sqlalchemy import func, select, text
 
 from memory_kernel import MemoryKernel
-from memory_kernel.heart.episodes import admission_sql as reads
-from memory_kernel.heart.episodes import repository as repo
-from memory_kernel.heart.episodes import writes
-from memory_kernel.heart.episodes.dedup import OngoingEpisode
+from memory_kernel.heart.episodes import admission_store, store
 from memory_kernel.heart.episodes.ending import ADMISSION_EF_SEARCH
-from memory_kernel.heart.episodes.rows import new_row, started_event
-from memory_kernel.heart.episodes.writes import Seen
+from memory_kernel.heart.episodes.policy import OngoingEpisode
 from memory_kernel.models.enums import EventKind
-from memory_kernel.models.episodes import AdmissionDecision, EpisodeInput, EpisodeStart
-from memory_kernel.storage import driver, locks
+from memory_kernel.models.episodes import AdmissionDecision, EpisodeInput
+from memory_kernel.storage import locks
 from memory_kernel.storage.partitions import rebalance
-from memory_kernel.storage.tables import episodes, memory_events
+from memory_kernel.storage.tables import episodes
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.conftest import schema_config
 from tests.heart.episodes.conftest import TASK, admission_event, events_of, run
@@ -53,31 +50,31 @@ async def _count(kernel: MemoryKernel) -> int:
 
 
 async def test_a_start_is_three_statements(kernel: MemoryKernel) -> None:
-    # BEGIN travels with the lock: four round trips with the COMMIT.
     with statements(kernel) as sent:
         created = await kernel.heart.episodes.start(_ep(STATUS))
     assert not created.deduplicated
-    assert len(sent) == 3, sent  # BEGIN + lock, window read, insert + event
-    assert sent[0].startswith("BEGIN; SELECT pg_advisory_xact_lock(")
+    assert len(sent) == 3, sent  # lock, window read, insert + event
+    assert sent[0].startswith("SELECT pg_advisory_xact_lock(")
     with statements(kernel) as sent:
         reused = await kernel.heart.episodes.start(_ep(STATUS, session="s2"))
     assert reused.deduplicated and reused.episode.id == created.episode.id
-    assert len(sent) == 3, sent  # BEGIN + lock, window read, touch + event
+    assert len(sent) == 3, sent  # lock, window read, touch + event
 
 
-async def test_an_end_is_three_statements_four_with_a_target(kernel: MemoryKernel) -> None:
+async def test_an_end_is_four_statements_five_with_a_target(kernel: MemoryKernel) -> None:
     with statements(kernel) as sent:
         first = await run(kernel, "failure")
     assert first.decision is AdmissionDecision.ADD
-    assert len(sent) == 3 + 3, sent  # the start; BEGIN + lock, episode + search, write
+    assert len(sent) == 3 + 4, sent  # the start; lock, ef_search, episode + search, write
     with statements(kernel) as sent:
         second = await run(kernel, "success")
     assert second.decision is AdmissionDecision.REPLACE
-    assert len(sent) == 3 + 4, sent  # ... and the target, locked
+    assert len(sent) == 3 + 5, sent  # ... and the target, locked
 
 
-class _CountingCache(weakref.WeakKeyDictionary[Any, Any]):
-    """``driver._COMPILED`` that counts the statements compiled."""
+class _CountingCache(dict[Any, Any]):
+    """A compiled-statement cache (SQLAlchemy's ``compiled_cache`` option) that counts the
+    statements compiled."""
 
     compiled = 0
 
@@ -86,13 +83,11 @@ class _CountingCache(weakref.WeakKeyDictionary[Any, Any]):
         super().__setitem__(key, value)
 
 
-async def test_hot_path_statements_are_compiled_once(
-    kernel: MemoryKernel, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``driver.core`` compiles a statement object once: start and end must reuse prebuilt
-    statements (one per shape), never build one per call."""
+async def test_hot_path_statements_are_compiled_once(kernel: MemoryKernel) -> None:
+    """Start and end use a fixed set of statement shapes (values are bound, never part of
+    the SQL): another agent's rounds compile nothing new."""
     cache = _CountingCache()
-    monkeypatch.setattr(driver, "_COMPILED", cache)
+    kernel.database.engine.sync_engine.update_execution_options(compiled_cache=cache)
 
     async def round_of(agent: str) -> None:
         assert (await run(kernel, "failure", agent=agent)).decision is AdmissionDecision.ADD
@@ -105,59 +100,24 @@ async def test_hot_path_statements_are_compiled_once(
     assert first > 0 and cache.compiled == first
 
 
-# -- the start lock and the guarded insert -------------------------------------------------
+# -- the start lock ------------------------------------------------------------------------
 
 
-async def test_the_window_read_takes_the_start_lock_even_when_empty(kernel: MemoryKernel) -> None:
+async def test_a_start_holds_the_agents_start_lock_until_the_unit_ends(
+    kernel: MemoryKernel,
+) -> None:
     key = locks.lock_number("mk-episode-start", "a1")
     probe = text("SELECT pg_try_advisory_xact_lock(:key)")
-    async with kernel.database.transaction() as holder:
-        found = await repo.recent_ongoing(
-            holder,
-            agent_id="a1",
-            since=kernel.clock.now() - timedelta(minutes=30),
-            vector=None,
-            limit=50,
-            lock="start",
-        )
-        assert found == []
-        async with kernel.database.transaction() as other:
-            assert await other.scalar(probe, {"key": key}) is False
-    async with kernel.database.transaction() as other:
-        assert await other.scalar(probe, {"key": key}) is True
 
+    async def free() -> bool:
+        # Outside the unit of work: a connection of its own, not the unit's.
+        async with kernel.database.engine.connect() as other:
+            return bool(await other.scalar(probe, {"key": key}))
 
-def _stale_window(
-    monkeypatch: pytest.MonkeyPatch, stale: list[OngoingEpisode]
-) -> list[OngoingEpisode]:
-    """Make the locking window read return ``stale``, as a read whose snapshot predates a
-    concurrent commit would; later reads are real."""
-    real = repo.recent_ongoing
-
-    async def read(conn: Any, **kwargs: Any) -> list[OngoingEpisode]:
-        fresh = await real(conn, **kwargs)
-        return list(stale) if kwargs.get("lock") is not None else fresh
-
-    monkeypatch.setattr(repo, "recent_ongoing", read)
-    return stale
-
-
-async def _start_in(kernel: MemoryKernel, episode: EpisodeInput) -> EpisodeStart:
-    # In a caller's transaction the window read takes the start lock itself, so its
-    # snapshot may predate the grant: the path these tests drive (``start`` opens its own
-    # transaction with the lock instead).
-    async with kernel.database.transaction() as conn:
-        return await kernel.heart.episodes.start_in(conn, episode)
-
-
-async def test_a_start_that_missed_a_concurrent_one_reuses_it(
-    kernel: MemoryKernel, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    first = await kernel.heart.episodes.start(_ep(STATUS))
-    _stale_window(monkeypatch, [])  # the read did not see ``first``
-    again = await _start_in(kernel, _ep(STATUS, session="s2"))
-    assert again.deduplicated and again.episode.id == first.episode.id
-    assert await _count(kernel) == 1
+    async with kernel.database.transaction():
+        await kernel.heart.episodes.start(_ep(STATUS))
+        assert not await free()
+    assert await free()
 
 
 async def test_a_start_never_reuses_an_episode_ended_after_the_read(
@@ -165,35 +125,62 @@ async def test_a_start_never_reuses_an_episode_ended_after_the_read(
 ) -> None:
     first = await kernel.heart.episodes.start(_ep(STATUS))
     await kernel.heart.episodes.end(first.episode.id, agent_id="a1", outcome="success")
-    # The read still saw it ongoing: the end committed between the read and the reuse.
-    _stale_window(monkeypatch, [OngoingEpisode(first.episode.id, STATUS, 1.0)])
-    again = await _start_in(kernel, _ep(STATUS, session="s2"))
+
+    # The read still saw it ongoing: as if the end committed between the read and the reuse
+    # (ends do not take the start lock).
+    async def stale(_conn: Any, **_kwargs: Any) -> list[OngoingEpisode]:
+        return [OngoingEpisode(first.episode.id, STATUS, 1.0)]
+
+    monkeypatch.setattr(store, "recent_ongoing", stale)
+    again = await kernel.heart.episodes.start(_ep(STATUS, session="s2"))
     assert not again.deduplicated and again.episode.id != first.episode.id
     kinds = [e["event"] for e in await events_of(kernel, first.episode.id)]
     assert EventKind.EPISODE_REUSED not in kinds
 
 
-async def test_the_guarded_insert_writes_nothing_when_the_window_changed(
-    kernel: MemoryKernel,
+# -- the embedder is never asked inside a transaction -----------------------------------------
+
+
+def _record_units(
+    kernel: MemoryKernel, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> list[bool]:
+    """Whether a unit of work was open in the caller's context at each embedder call."""
+    seen: list[bool] = []
+    real = embedder.embed
+
+    async def embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        seen.append(kernel.database._current() is not None)
+        return await real(texts)
+
+    monkeypatch.setattr(embedder, "embed", embed)
+    return seen
+
+
+async def test_an_end_embeds_a_summary_start_could_not_outside_the_transaction(
+    kernel: MemoryKernel, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    now = kernel.clock.now()
-    first = await kernel.heart.episodes.start(_ep(STATUS))
-    row = new_row(_ep("Rotate the TLS certificates"), None, now)
-    started = started_event(row, now)
-    since = now - timedelta(minutes=30)
-    async with kernel.database.transaction() as conn:
-        stale = Seen(agent_id="a1", since=since, ids=[])
-        assert await writes.create_in(conn, row, started, seen=stale) is None
-        current = Seen(agent_id="a1", since=since, ids=[first.episode.id])
-        created = await writes.create_in(conn, row, started, seen=current)
-    assert created is not None and created.id == row["id"]
+    done = await run(kernel, "success")
+    embedder.fail = RuntimeError("down")
+    started = await kernel.heart.episodes.start(_ep(TASK, session="s2"))
+    embedder.fail = None
+    seen = _record_units(kernel, embedder, monkeypatch)
+    end = await kernel.heart.episodes.end(started.episode.id, agent_id="a1", outcome="success")
+    assert seen == [False]  # asked once, with no transaction open
+    assert end.decision is not AdmissionDecision.ADD and end.target_id == done.episode.id
     async with kernel.database.connection() as conn:
-        n = await conn.scalar(
-            select(func.count())
-            .select_from(memory_events)
-            .where(memory_events.c.agent_id == "a1", memory_events.c.memory_id == row["id"])
-        )
-    assert n == 1  # the event of the refused insert was not written either
+        stored = await store.get(conn, agent_id="a1", episode_id=started.episode.id)
+    assert stored is not None and stored[1] is not None  # the vector was written
+
+
+async def test_start_and_end_embed_before_their_transaction(
+    kernel: MemoryKernel, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _record_units(kernel, embedder, monkeypatch)
+    started = await kernel.heart.episodes.start(_ep("working on it"))
+    await kernel.heart.episodes.end(
+        started.episode.id, agent_id="a1", outcome="success", summary=TASK
+    )
+    assert seen == [False, False]
 
 
 # -- ef_search and the HNSW path ------------------------------------------------------------
@@ -202,16 +189,17 @@ async def test_the_guarded_insert_writes_nothing_when_the_window_changed(
 async def test_ef_search_is_lowered_for_the_end_transaction_only(kernel: MemoryKernel) -> None:
     started = await kernel.heart.episodes.start(_ep(TASK))
     configured = str(kernel.config.storage.hnsw_ef_search)
-    show = "SELECT current_setting('hnsw.ef_search') AS ef"
-    async with kernel.database.lean_transaction(reads.admission_opening("a1", 17)) as conn:
-        found = await reads.get_for_end(
+    show = text("SELECT current_setting('hnsw.ef_search')")
+    async with kernel.database.transaction() as conn:
+        await admission_store.lock_admission(conn, "a1", 17)
+        found = await admission_store.get_for_end(
             conn, agent_id="a1", episode_id=started.episode.id, vector=None, k=3,
             min_similarity=0.7,
         )  # fmt: skip
         assert found is not None and found.episode.id == started.episode.id
-        assert (await driver.fetch(conn, show, {}))[0].ef == "17"
+        assert await conn.scalar(show) == "17"
     async with kernel.database.connection() as conn:
-        assert (await driver.fetch(conn, show, {}))[0].ef == configured
+        assert await conn.scalar(show) == configured
 
 
 async def test_the_end_read_searches_with_the_vector_given_else_the_stored_one(
@@ -221,12 +209,13 @@ async def test_the_end_read_searches_with_the_vector_given_else_the_stored_one(
     other = "Translate the onboarding guide into German for the Berlin office"
     started = await kernel.heart.episodes.start(_ep(other))
     given = (await kernel.embedder.embed([TASK]))[0]
-    async with kernel.database.lean_transaction(reads.admission_opening("a1", 40)) as conn:
-        by_stored = await reads.get_for_end(
+    async with kernel.database.transaction() as conn:
+        await admission_store.lock_admission(conn, "a1", 40)
+        by_stored = await admission_store.get_for_end(
             conn, agent_id="a1", episode_id=started.episode.id, vector=None, k=3,
             min_similarity=0.7,
         )  # fmt: skip
-        by_given = await reads.get_for_end(
+        by_given = await admission_store.get_for_end(
             conn, agent_id="a1", episode_id=started.episode.id, vector=given, k=3,
             min_similarity=0.7,
         )  # fmt: skip

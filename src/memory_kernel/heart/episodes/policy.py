@@ -1,31 +1,46 @@
-"""Admission control, the pure part: pre-filter, judge-answer checking, and the plan.
+"""The rules of episodes, pure: start dedup, admission (pre-filter, the judge's answer, the
+ADD / NOT / REPLACE / MERGE plan) and the values a start or an end writes.
 
-The service loads rows and calls these; nothing here touches the database, so every
-branch is tested without one.
+The service loads rows and calls these; nothing here touches the database or the embedder,
+so every branch is tested without one. Vectors pass through as opaque values.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import pydantic
 
-from memory_kernel.judges.base import AdmissionRequest, AdmissionVerdict
+from memory_kernel.errors import NotFoundError, ValidationError
+from memory_kernel.judges.base import AdmissionRequest, AdmissionRun, AdmissionVerdict
 from memory_kernel.judges.rules import AdmissionRules, OutcomeClass, classify_outcome
 from memory_kernel.judges.rules import decide_admission as rule_verdict
-from memory_kernel.models.enums import AdmissionStatus, DecidedBy, EventKind
-from memory_kernel.models.episodes import AdmissionDecision, Episode
+from memory_kernel.models.enums import AdmissionStatus, DecidedBy, EpisodeStatus, EventKind
+from memory_kernel.models.episodes import AdmissionDecision, Episode, EpisodeEndInput, EpisodeInput
+from memory_kernel.similarity import word_overlap, words
 
 __all__ = [
+    "EVENT_OF",
+    "NO_EMBEDDING",
     "AdmissionPlan",
     "Decision",
+    "DuplicateMatch",
     "JudgeAnswer",
+    "OngoingEpisode",
+    "admission_run",
     "check_answer",
+    "check_id",
+    "check_input",
+    "check_ongoing",
+    "completed",
+    "completion_values",
     "decide",
+    "find_duplicate",
+    "new_row",
     "plan_admission",
     "prefilter",
 ]
@@ -38,6 +53,104 @@ EVENT_OF: dict[AdmissionDecision, EventKind] = {
     AdmissionDecision.REPLACE: EventKind.ADMISSION_REPLACE,
     AdmissionDecision.MERGE: EventKind.ADMISSION_MERGE,
 }
+
+
+# -- checks ------------------------------------------------------------------------------------
+
+
+def check_input(episode: object) -> None:
+    if not isinstance(episode, EpisodeInput):
+        raise ValidationError(f"expected an EpisodeInput, got {type(episode).__name__}")
+
+
+def check_id(episode_id: object) -> None:
+    if not isinstance(episode_id, uuid.UUID):
+        raise ValidationError(f"episode_id must be a UUID, got {type(episode_id).__name__}")
+
+
+def check_ongoing(episode: Episode | None, episode_id: uuid.UUID) -> Episode:
+    """The loaded episode if it exists and is still ongoing (only those can end)."""
+    if episode is None:
+        raise NotFoundError(f"episode {episode_id} does not exist for this agent")
+    if episode.status is not EpisodeStatus.ONGOING:
+        raise ValidationError(f"episode {episode_id} has already ended ({episode.status})")
+    return episode
+
+
+# -- start dedup -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OngoingEpisode:
+    """A recent ongoing episode of the agent; ``similarity`` is ``None`` without vectors."""
+
+    id: uuid.UUID
+    summary: str
+    similarity: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateMatch:
+    id: uuid.UUID
+    overlap: float
+    similarity: float | None
+
+    @property
+    def reason(self) -> str:
+        sim = "n/a" if self.similarity is None else f"{self.similarity:.2f}"
+        return f"ongoing episode with word overlap {self.overlap:.2f}, similarity {sim}"
+
+
+def find_duplicate(
+    summary: str,
+    recent: Sequence[OngoingEpisode],
+    *,
+    overlap_threshold: float,
+    similarity_threshold: float,
+) -> DuplicateMatch | None:
+    """The best ongoing episode ``summary`` duplicates, or ``None``.
+
+    A duplicate has word overlap above ``overlap_threshold`` (the seed's 70%) or embedding
+    similarity above ``similarity_threshold``. Empty summaries never match: "no words"
+    says nothing about being the same episode. Among matches the highest score wins; ties
+    go to the earliest in ``recent`` (callers pass the newest first).
+    """
+    if not summary.strip():
+        return None
+    best: DuplicateMatch | None = None
+    best_score = -1.0
+    mine = words(summary)
+    for episode in recent:
+        if not episode.summary.strip():
+            continue
+        overlap = word_overlap(mine, words(episode.summary))
+        sim = episode.similarity
+        if overlap > overlap_threshold or (sim is not None and sim > similarity_threshold):
+            score = max(overlap, sim or 0.0)
+            if score > best_score:
+                best, best_score = DuplicateMatch(episode.id, overlap, sim), score
+    return best
+
+
+def new_row(episode: EpisodeInput, embedding: object, now: datetime) -> dict[str, Any]:
+    """The row of a new episode (``embedding``: its summary's vector, or ``None``)."""
+    return {
+        "agent_id": episode.agent_id,
+        "id": uuid.uuid4(),
+        "session_id": episode.session_id,
+        "summary": episode.summary,
+        "status": EpisodeStatus.ONGOING.value,
+        "admission": AdmissionStatus.PENDING.value,
+        "canonical": True,
+        "embedding": embedding,
+        "started_at": now,
+        "metadata": dict(episode.metadata),
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+# -- admission: pre-filter, judge answer, decision ---------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +244,9 @@ def _similarity(request: AdmissionRequest, target: uuid.UUID | None) -> float | 
     return None
 
 
+# -- admission: the plan -----------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class AdmissionPlan:
     """The writes a decision needs. ``repoint`` moves a merge group to a new canonical."""
@@ -204,3 +320,53 @@ def _plan_merge(new: Episode, head: Episode, now: datetime) -> AdmissionPlan:
         target_event=EventKind.MERGED,
         repoint=(head.id, new.id) if new_is_winner else None,
     )
+
+
+# -- what an end writes ------------------------------------------------------------------------
+
+
+def admission_run(args: EpisodeEndInput, stored: Episode, now: datetime) -> AdmissionRun:
+    """The finished run as the judge sees it."""
+    return AdmissionRun(
+        id=stored.id,
+        summary=stored.summary if args.summary is None else args.summary,
+        outcome=args.outcome,
+        references=args.references,
+        artifacts=args.artifacts,
+        ended_at=now,
+    )
+
+
+def completed(stored: Episode, run: AdmissionRun) -> Episode:
+    """The episode as the end completes it, before the admission plan's changes."""
+    return stored.model_copy(
+        update={
+            "status": EpisodeStatus.COMPLETED,
+            "outcome": run.outcome,
+            "summary": run.summary,
+            "references": run.references,
+            "artifacts": run.artifacts,
+            "ended_at": run.ended_at,
+        }
+    )
+
+
+def completion_values(
+    run: AdmissionRun, stored: Episode, embedding: object, *, new_vector: bool
+) -> dict[str, Any]:
+    """The completed episode's new column values. An unchanged summary and vector are left
+    out: the row keeps them, the vector does not cross the wire again, and Postgres does not
+    recompute the summary's full-text column."""
+    values: dict[str, Any] = {
+        "status": EpisodeStatus.COMPLETED.value,
+        "outcome": run.outcome,
+        "references": list(run.references),
+        "artifacts": list(run.artifacts),
+        "ended_at": run.ended_at,
+        "updated_at": run.ended_at,
+    }
+    if run.summary != stored.summary:
+        values["summary"] = run.summary
+    if new_vector:
+        values["embedding"] = embedding
+    return values

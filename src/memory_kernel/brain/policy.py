@@ -1,0 +1,163 @@
+"""The decision rules, pure: what a start, a finalize and an abandon decide.
+
+The service (``service.py``) loads rows under the session lock and writes what these
+functions decide; nothing here does I/O. The layers themselves live in pure helper modules:
+layer 2's comparison in ``dedup.py``, layer 3's rules and quality score in ``gate.py``.
+
+- Layer 2 (dedup) compares a description with the same session's active decisions of the
+  last ``dedup_window_s`` (at most ``dedup_recent_limit`` of them): cosine when both sides
+  have a vector, keyword containment otherwise.
+- Layer 3 (the quality gate) judges the *final* values of a deliberation: the started ones
+  overlaid with what finalize changes. A deliberation that passes without anyone's
+  confidence trades the start's placeholder for the confidence of the gate's quality score,
+  since passive recall (> 0.5) never injects the placeholder.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from memory_kernel.brain.dedup import RecentDecision, find_duplicate
+from memory_kernel.brain.gate import check_quality, confidence_from_quality, quality_score
+from memory_kernel.brain.stats import Layer
+from memory_kernel.config.brain import BrainConfig
+from memory_kernel.errors import ValidationError
+from memory_kernel.models.decisions import (
+    PLACEHOLDER_CONFIDENCE,
+    Decision,
+    DedupVerdict,
+    GateVerdict,
+)
+from memory_kernel.models.enums import Stakes
+
+if TYPE_CHECKING:
+    from memory_kernel.runtime import Vector
+
+__all__ = [
+    "FinalizeResult",
+    "Finalized",
+    "StartResult",
+    "dedup_since",
+    "duplicate",
+    "final_values",
+    "rejection_reason",
+    "stakes",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StartResult:
+    """``decision_id`` of the new deliberation, or ``None`` with the duplicate verdict."""
+
+    decision_id: uuid.UUID | None
+    dedup: DedupVerdict
+
+
+@dataclass(frozen=True, slots=True)
+class FinalizeResult:
+    """The finalized decision, or ``None`` with the layer and reason that rejected it;
+    ``session_id`` is the decision's (for the counters' log line)."""
+
+    session_id: str
+    decision: Decision | None
+    layer: Layer | None = None
+    reason: str | None = None
+    related_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finalized:
+    """Layer 3's verdict on the final values of a deliberation.
+
+    ``values`` are the columns to store when it passes (``confidence`` already derived from
+    ``quality`` when the gate rated it); ``quality`` is the gate's score when it set the
+    confidence, else ``None``."""
+
+    verdict: GateVerdict
+    values: dict[str, Any]
+    quality: float | None = None
+
+    @property
+    def description(self) -> str:
+        return str(self.values["description"])
+
+    @property
+    def embedding(self) -> Vector | None:
+        vector: Vector | None = self.values["embedding"]
+        return vector
+
+
+def stakes(value: Stakes | str) -> Stakes:
+    """``value`` as :class:`Stakes`; ``ValidationError`` for an unknown level."""
+    try:
+        return Stakes(value)
+    except ValueError as exc:
+        raise ValidationError(f"stakes must be one of {[s.value for s in Stakes]}") from exc
+
+
+def dedup_since(cfg: BrainConfig, now: datetime) -> datetime:
+    """Start of layer 2's window: decisions created after it are compared."""
+    return now - timedelta(seconds=cfg.dedup_window_s)
+
+
+def duplicate(
+    cfg: BrainConfig, description: str, vector: Vector | None, recent: Sequence[RecentDecision]
+) -> DedupVerdict:
+    """Layer 2: the recent decision ``description`` duplicates, if any."""
+    return find_duplicate(
+        description,
+        vector,
+        recent,
+        cosine_threshold=cfg.dedup_cosine,
+        containment_threshold=cfg.dedup_containment,
+    )
+
+
+def final_values(
+    cfg: BrainConfig,
+    current: Decision,
+    stored: Vector | None,
+    *,
+    description: str | None,
+    embedding: Vector | None,
+    reasoning: str | None,
+    confidence: float | None,
+    stakes: Stakes | None,
+    category: str | None,
+) -> Finalized:
+    """The values a finalize stores, and layer 3's verdict on them.
+
+    ``embedding`` is the vector of ``description`` (``None``: there is none); it replaces
+    ``stored`` only when the description changed. A given ``confidence`` always wins."""
+    changed = description is not None and description != current.description
+    values: dict[str, Any] = {
+        "description": description if changed else current.description,
+        "embedding": embedding if changed else stored,
+        "reasoning": current.reasoning if reasoning is None else reasoning,
+        "confidence": current.confidence if confidence is None else confidence,
+        "stakes": (current.stakes if stakes is None else stakes).value,
+        "category": current.category if category is None else category,
+    }
+    verdict = check_quality(
+        values["description"],
+        confidence=values["confidence"],
+        stakes=Stakes(values["stakes"]),
+        min_chars=cfg.min_description_chars,
+    )
+    unrated = confidence is None and current.confidence == PLACEHOLDER_CONFIDENCE
+    if not verdict.passed or not unrated:
+        return Finalized(verdict, values)
+    quality = quality_score(
+        values["description"], reasoning=values["reasoning"], min_chars=cfg.min_description_chars
+    )
+    values["confidence"] = confidence_from_quality(quality)
+    return Finalized(verdict, values, quality)
+
+
+def rejection_reason(layer: Layer, reason: str) -> str:
+    """What a rejected decision's ``rejection_reason`` (and its event) say."""
+    return f"{layer.value}: {reason}"

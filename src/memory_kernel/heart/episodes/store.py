@@ -1,0 +1,294 @@
+"""The SQL of episodes: start (the agent's start lock, the dedup window, insert or reuse),
+turns, use, get and search. The end's (admission) is in ``admission_store.py``.
+
+Functions take a connection, never commit, and always filter by ``agent_id`` (partition
+pruning, invariant 1). The statements of start and end are built once (or once per shape)
+with bound parameters, so a call does not build a statement again. A write and its audit
+row (``memory_events``) go together in one statement (data-modifying CTEs).
+
+Bound parameters are never named like a column: SQLAlchemy adds an execution parameter
+named like a column to an UPDATE's SET list.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    ARRAY,
+    BindParameter,
+    DateTime,
+    Insert,
+    Integer,
+    Select,
+    Table,
+    Text,
+    any_,
+    bindparam,
+    false,
+    func,
+    literal,
+    select,
+)
+from sqlalchemy.engine import RowMapping
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memory_kernel.heart.episodes.policy import OngoingEpisode
+from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus
+from memory_kernel.models.episodes import Episode
+from memory_kernel.runtime import Vector
+from memory_kernel.storage import locks
+from memory_kernel.storage.events import Event, event_row
+from memory_kernel.storage.search import nearest
+from memory_kernel.storage.tables import episodes, memory_events
+from memory_kernel.storage.vector import Vector as VectorType
+from memory_kernel.storage.vector import as_array
+
+__all__ = [
+    "COLUMNS",
+    "add_usage",
+    "binds",
+    "create",
+    "event_insert",
+    "event_params",
+    "get",
+    "increment_turns",
+    "lock_starts",
+    "recent_ongoing",
+    "reuse",
+    "search_text",
+    "search_vector",
+    "to_episode",
+]
+
+#: Every column a model needs (the vector and the tsvector stay in the database).
+COLUMNS = [c for c in episodes.c if c.name not in ("embedding", "search_tsv")]
+_c = episodes.c
+_AGENT = bindparam("agent", type_=Text)
+_ID = bindparam("episode", type_=_c.id.type)
+_NOW = bindparam("now", type_=_c.updated_at.type)
+
+
+def to_episode(m: RowMapping) -> Episode:
+    return Episode(
+        id=m["id"],
+        agent_id=m["agent_id"],
+        session_id=m["session_id"],
+        summary=m["summary"],
+        status=EpisodeStatus(m["status"]),
+        outcome=m["outcome"],
+        admission=AdmissionStatus(m["admission"]),
+        canonical=m["canonical"],
+        canonical_id=m["canonical_id"],
+        superseded_by=m["superseded_by"],
+        references=tuple(m["references"]),
+        artifacts=tuple(m["artifacts"]),
+        usage_count=m["usage_count"],
+        started_at=m["started_at"],
+        ended_at=m["ended_at"],
+        metadata=dict(m["metadata"]),
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+    )
+
+
+# -- audit rows inside a write ------------------------------------------------------------------
+
+
+def binds(table: Table, prefix: str, names: Sequence[str]) -> dict[str, BindParameter[Any]]:
+    """A bound parameter per column, typed as the column and named ``prefix + column``."""
+    return {n: bindparam(f"{prefix}{n}", type_=table.c[n].type) for n in names}
+
+
+def event_insert(prefix: str, source: Any) -> Insert:
+    """Insert one audit row (parameters named ``prefix + column``), once per row of
+    ``source``: written only if the change it records was."""
+    values = binds(memory_events, prefix, [c.name for c in memory_events.c])
+    return memory_events.insert().from_select(
+        list(values), select(*values.values()).select_from(source)
+    )
+
+
+def event_params(prefix: str, event: Event) -> dict[str, Any]:
+    """The bound values of one audit row (the row ``storage.events`` writes)."""
+    return {f"{prefix}{k}": v for k, v in event_row(event).items()}
+
+
+# -- start -------------------------------------------------------------------------------------
+
+
+async def lock_starts(conn: AsyncConnection, agent_id: str) -> None:
+    """Serialise the agent's starts until the transaction ends: statements run after this
+    see every start the lock's previous holder committed."""
+    await locks.lock(conn, "mk-episode-start", agent_id)
+
+
+_RECENT = (
+    # A NULL vector makes every similarity NULL: one statement serves both cases.
+    select(
+        _c.id,
+        _c.summary,
+        (1 - _c.embedding.cosine_distance(bindparam("vector", type_=VectorType()))).label(
+            "similarity"
+        ),
+    )
+    .where(
+        _c.agent_id == _AGENT,
+        _c.status == EpisodeStatus.ONGOING.value,
+        _c.started_at >= bindparam("since", type_=DateTime(timezone=True)),
+    )
+    .order_by(_c.started_at.desc(), _c.id)
+    .limit(bindparam("limit", type_=Integer))
+)
+
+
+async def recent_ongoing(
+    conn: AsyncConnection, *, agent_id: str, since: datetime, vector: Vector | None, limit: int
+) -> list[OngoingEpisode]:
+    """The agent's ongoing episodes started at or after ``since``, newest first (a range
+    scan of the (agent_id, status, started_at) btree, not a vector search)."""
+    params = {"agent": agent_id, "since": since, "vector": vector, "limit": limit}
+    rows = await conn.execute(_RECENT, params)
+    return [
+        OngoingEpisode(r.id, r.summary, None if r.similarity is None else float(r.similarity))
+        for r in rows
+    ]
+
+
+@functools.cache
+def _create(keys: tuple[str, ...]) -> Select[Any]:
+    """Insert an episode with the columns ``keys`` (as ``policy.new_row`` gives them) and
+    its audit row."""
+    values = binds(episodes, "n_", keys)
+    new = (
+        episodes.insert()
+        .from_select(list(values), select(*values.values()))
+        .returning(*COLUMNS)
+        .cte("new")
+    )
+    return select(new).add_cte(event_insert("e_", new).cte("started"))
+
+
+async def create(conn: AsyncConnection, row: Mapping[str, Any], event: Event) -> Episode:
+    """Insert a new episode (``row`` as ``policy.new_row`` makes it) and its event."""
+    params = {f"n_{k}": v for k, v in row.items()}
+    params.update(event_params("e_", event))
+    return to_episode((await conn.execute(_create(tuple(row)), params)).one()._mapping)
+
+
+def _build_reuse() -> Select[Any]:
+    # Only an episode that is still ongoing is reused (an end may have completed it since
+    # it was read), and its event is written only if it was.
+    touched = (
+        episodes.update()
+        .where(_c.agent_id == _AGENT, _c.id == _ID, _c.status == EpisodeStatus.ONGOING.value)
+        .values(updated_at=_NOW, indexed=false())
+        .returning(*COLUMNS)
+        .cte("touched")
+    )
+    return select(touched).add_cte(event_insert("e_", touched).cte("reused"))
+
+
+_REUSE = _build_reuse()
+
+
+async def reuse(
+    conn: AsyncConnection, *, agent_id: str, episode_id: uuid.UUID, now: datetime, event: Event
+) -> Episode | None:
+    """Touch the ongoing episode a start duplicates and record the reuse; ``None`` when it is
+    no longer ongoing (nothing written)."""
+    params = {"agent": agent_id, "episode": episode_id, "now": now}
+    params.update(event_params("e_", event))
+    row = (await conn.execute(_REUSE, params)).first()
+    return None if row is None else to_episode(row._mapping)
+
+
+# -- turns, use, get ---------------------------------------------------------------------------
+
+_TURNS = (
+    episodes.update()
+    .where(_c.agent_id == _AGENT, _c.id == _ID)
+    .values(
+        metadata=_c.metadata.op("||")(
+            func.jsonb_build_object(
+                literal("turns", Text), func.coalesce(_c.metadata["turns"].as_integer(), 0) + 1
+            )
+        ),
+        updated_at=_NOW,
+    )
+)
+
+
+async def increment_turns(
+    conn: AsyncConnection, *, agent_id: str, episode_id: uuid.UUID, now: datetime
+) -> bool:
+    """Count a turn in ``metadata["turns"]``; ``False`` when there is no such episode."""
+    result = await conn.execute(_TURNS, {"agent": agent_id, "episode": episode_id, "now": now})
+    return result.rowcount == 1
+
+
+_USE = (
+    episodes.update()
+    .where(_c.agent_id == _AGENT, _c.id == any_(bindparam("ids", type_=ARRAY(_c.id.type))))
+    .values(usage_count=_c.usage_count + 1, updated_at=_NOW)
+)
+
+
+async def add_usage(
+    conn: AsyncConnection, *, agent_id: str, episode_ids: Sequence[uuid.UUID], now: datetime
+) -> int:
+    result = await conn.execute(_USE, {"agent": agent_id, "ids": list(episode_ids), "now": now})
+    return result.rowcount
+
+
+_GET = select(*COLUMNS, _c.embedding).where(_c.agent_id == _AGENT, _c.id == _ID)
+
+
+async def get(
+    conn: AsyncConnection, *, agent_id: str, episode_id: uuid.UUID
+) -> tuple[Episode, Vector | None] | None:
+    """The episode and its stored vector, or ``None``."""
+    row = (await conn.execute(_GET, {"agent": agent_id, "episode": episode_id})).first()
+    return None if row is None else (to_episode(row._mapping), as_array(row.embedding))
+
+
+# -- search ------------------------------------------------------------------------------------
+
+
+async def search_vector(
+    conn: AsyncConnection, *, agent_id: str, vector: Vector, k: int
+) -> list[tuple[Episode, float]]:
+    """The ``k`` admitted, completed episodes nearest ``vector``, with their similarity
+    (1 - cosine distance), most similar first."""
+    rows = await nearest(
+        conn,
+        episodes,
+        agent_id=agent_id,
+        vector=vector,
+        k=k,
+        where=[_c.status == EpisodeStatus.COMPLETED.value],
+        columns=COLUMNS,
+    )
+    return [(to_episode(r._mapping), 1.0 - float(r.distance)) for r in rows]
+
+
+async def search_text(conn: AsyncConnection, *, agent_id: str, query: str, k: int) -> list[Episode]:
+    """Full-text fallback of search (the embedder is down): same admitted rows, by rank."""
+    tsquery = func.websearch_to_tsquery("english", query)
+    rank = func.ts_rank(_c.search_tsv, tsquery)
+    rows = await conn.execute(
+        select(*COLUMNS)
+        .where(
+            _c.agent_id == agent_id,
+            _c.admission == AdmissionStatus.ACTIVE.value,
+            _c.status == EpisodeStatus.COMPLETED.value,
+            _c.search_tsv.op("@@")(tsquery),
+        )
+        .order_by(rank.desc(), _c.id)
+        .limit(k)
+    )
+    return [to_episode(r._mapping) for r in rows]
