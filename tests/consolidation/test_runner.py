@@ -22,6 +22,7 @@ from memory_kernel.models.consolidation import (
 from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import FactInput
+from memory_kernel.storage import locks
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.conftest import schema_config
 from tests.consolidation.conftest import (
@@ -125,10 +126,7 @@ async def test_a_busy_agent_is_skipped_and_reported(
     try:
         async with engine.connect() as other:
             # Another worker holds the agent's consolidation lock.
-            await other.execute(
-                text("SELECT pg_advisory_lock(:space, hashtext(:agent))"),
-                {"space": 0x4D4B43, "agent": "busy"},
-            )
+            assert await locks.try_lock(other, "mk-consolidate", "busy")
             one = await kernel.consolidate("busy")
             everyone = await kernel.consolidate_all()
     finally:
@@ -140,6 +138,25 @@ async def test_a_busy_agent_is_skipped_and_reported(
     assert all(f.status is FactStatus.ACTIVE for f in await all_facts(kernel, "busy"))
     again = await kernel.consolidate("busy")  # the lock went with the other session
     assert again.agents[0].status is AgentRunStatus.DONE and again.count(Action.MERGED) == 2
+
+
+async def test_agents_whose_32_bit_hashes_collide_do_not_block_each_other(
+    kernel: MemoryKernel, pg_dsn: str
+) -> None:
+    """``hashtext('cx18972') = hashtext('cx20901')``: under the old 32-bit key one agent's
+    consolidation reported the other skipped. The 64-bit keys of ``storage.locks`` differ."""
+    engine = create_async_engine(pg_dsn)
+    try:
+        async with engine.connect() as other:
+            same = await other.scalar(text("SELECT hashtext('cx18972') = hashtext('cx20901')"))
+            assert same, "the pair that collided under hashtext"
+            assert await locks.try_lock(other, "mk-consolidate", "cx18972")
+            await _plant(kernel, "cx20901", TOPICS[:1])
+            report = await kernel.consolidate("cx20901")
+    finally:
+        await engine.dispose()
+    assert report.skipped_agents == ()
+    assert report.agents[0].status is AgentRunStatus.DONE
 
 
 @pytest.fixture
