@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from memory_kernel import MemoryKernel
-from memory_kernel.heart.facts import learn_sql
+from memory_kernel.heart.facts import store
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput, LearnAction
 from memory_kernel.storage.partitions import rebalance
@@ -102,7 +102,7 @@ async def test_facts_without_a_vector_are_matched_through_the_text_key_index(
             FactInput(agent_id=agent, content="école nord opens at 9:00", defer_embedding=True)
         )
         assert again.action is LearnAction.REINFORCED and again.fact.id == first.fact.id
-    read = learn_sql._read_statement(False, False, True)
+    read = store.read_statement(False, False, True)
     async with kernel.database.transaction() as conn:
         await conn.execute(text("SET LOCAL enable_seqscan = off"))
         found = await conn.execute(

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.brain.store import to_decision
 from memory_kernel.errors import ValidationError
-from memory_kernel.heart.facts.repository import FACT_COLUMNS, to_fact
+from memory_kernel.heart.facts.store import FACT_COLUMNS, to_fact
 from memory_kernel.models.base import OutputModel
 from memory_kernel.models.context import ContextReport
 from memory_kernel.models.decisions import Decision

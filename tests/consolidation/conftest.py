@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from memory_kernel import MemoryKernel
 from memory_kernel.consolidation.judging import ConflictRequest
-from memory_kernel.heart.facts import repository as facts_repo
+from memory_kernel.heart.facts import store as facts_store
 from memory_kernel.models.facts import Fact
 from memory_kernel.storage.tables import episodes, facts, memory_events
 from memory_kernel.testing import ScriptedJudge
@@ -74,15 +74,15 @@ async def add_episode(
 
 async def get(kernel: MemoryKernel, agent: str, fact_id: uuid.UUID) -> Fact:
     async with kernel.database.connection() as conn:
-        return (await facts_repo.by_ids(conn, agent, [fact_id]))[0]
+        return (await facts_store.by_ids(conn, agent, [fact_id]))[0]
 
 
 async def all_facts(kernel: MemoryKernel, agent: str) -> list[Fact]:
     async with kernel.database.connection() as conn:
         rows = await conn.execute(
-            select(*facts_repo.FACT_COLUMNS).where(facts.c.agent_id == agent).order_by(facts.c.id)
+            select(*facts_store.FACT_COLUMNS).where(facts.c.agent_id == agent).order_by(facts.c.id)
         )
-        return [facts_repo.to_fact(r) for r in rows]
+        return [facts_store.to_fact(r) for r in rows]
 
 
 async def events_of(kernel: MemoryKernel, agent: str) -> list[Any]:

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import event
 
 from memory_kernel import MemoryKernel
-from memory_kernel.heart.facts import batch_state
+from memory_kernel.heart.facts import service
 from memory_kernel.models.facts import FactInput
 from memory_kernel.models.turns import TurnHandle, TurnInput, TurnOutcome
 from memory_kernel.testing import FakeEmbedder
@@ -105,10 +105,9 @@ async def test_post_turn_cancelled_at_every_statement(quiet_kernel: MemoryKernel
 async def test_learn_many_cancelled_at_every_statement(
     quiet_kernel: MemoryKernel, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    """Chunk 2: the batch's candidates are read in three chunks, the next one's read in
-    flight (in its own task) while the current chunk is decided — a cancellation may land
-    on either."""
-    monkeypatch.setattr(batch_state, "READ_CHUNK", chunk)
+    """Chunk 2: the batch's candidates are read in three chunks, each decided before the
+    next is read — a cancellation may land on any of the reads."""
+    monkeypatch.setattr(service, "READ_CHUNK", chunk)
 
     async def nothing(_agent: str) -> None:
         return None

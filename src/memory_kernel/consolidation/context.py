@@ -13,7 +13,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.config import ConsolidationConfig
-from memory_kernel.heart.facts import repository as facts_repo
+from memory_kernel.heart.facts import store as facts_store
 from memory_kernel.heart.facts.service import FactService
 from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.consolidation import ConsolidationPhase as Phase
@@ -54,8 +54,5 @@ class RunContext:
     async def locked(self) -> AsyncIterator[AsyncConnection]:
         """A transaction holding the agent's fact lock (the one ``learn`` takes)."""
         async with self.rt.db.transaction() as conn:
-            # lock_agents also tunes the planner for learn's kNN (no seqscan); give the
-            # settings back, batch writes by id and full scans need the default planner.
-            saved = await facts_repo.lock_agents(conn, [self.agent_id])
-            await facts_repo.restore_settings(conn, saved)
+            await facts_store.lock_agents(conn, [self.agent_id])
             yield conn

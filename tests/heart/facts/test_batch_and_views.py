@@ -144,11 +144,27 @@ async def test_history_and_get_are_scoped_by_agent(kernel: MemoryKernel) -> None
         await svc.get(out.fact.id, agent_id="someone-else")
 
 
-async def test_learn_in_composes_with_the_callers_transaction(kernel: MemoryKernel) -> None:
+async def test_learn_composes_with_the_callers_transaction(kernel: MemoryKernel) -> None:
     svc = kernel.heart.facts
     async with kernel.database.transaction() as conn:
         before = await conn.scalar(text("SELECT current_setting('enable_seqscan')"))
-        out = await svc.learn_in(conn, FactInput(agent_id=A, content="Ops standup is at 09:30."))
+        out = await svc.learn(FactInput(agent_id=A, content="Ops standup is at 09:30."))
         after = await conn.scalar(text("SELECT current_setting('enable_seqscan')"))
-    assert before == after  # the planner tweak of the learn path does not leak
+    assert before == after  # the learn path leaves the caller's planner settings alone
     assert (await svc.get(out.fact.id, agent_id=A)).status is FactStatus.ACTIVE
+
+
+async def test_learn_in_a_callers_unit_rolls_back_with_it(kernel: MemoryKernel) -> None:
+    svc = kernel.heart.facts
+    learned = []
+
+    async def caller() -> None:
+        async with kernel.database.transaction():
+            out = await svc.learn(FactInput(agent_id=A, content="Ops standup is at 09:30."))
+            learned.append(out.fact.id)
+            raise RuntimeError("the caller's unit fails after the learn")
+
+    with pytest.raises(RuntimeError):
+        await caller()
+    with pytest.raises(NotFoundError):
+        await svc.get(learned[0], agent_id=A)

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from memory_kernel import MemoryKernel
-from memory_kernel.heart.facts import batch_state
+from memory_kernel.heart.facts import service
 from memory_kernel.models.facts import FactInput, LearnAction
 from tests.heart.facts.states import fact_events, fact_rows
 
@@ -94,14 +94,16 @@ async def test_batches_of_several_agents_write_each_agent_apart(kernel: MemoryKe
     assert [o.superseded for o in out[2:]] == [(out[0].fact.id,), (out[1].fact.id,)]
 
 
-async def test_learn_many_in_gives_the_planner_settings_back(kernel: MemoryKernel) -> None:
+async def test_learn_many_in_a_callers_unit_leaves_its_planner_settings(
+    kernel: MemoryKernel,
+) -> None:
     svc = kernel.heart.facts
     async with kernel.database.transaction() as conn:
         show = text("SELECT current_setting('enable_seqscan'), current_setting('hnsw.ef_search')")
         before = (await conn.execute(show)).one()
-        await svc.learn_many_in(conn, [])
-        await svc.learn_many_in(conn, [FactInput(agent_id="a", content="Ops sync is at 9.")])
-        await svc.learn_many_in(conn, [FactInput(agent_id="a", content="Ops sync is at 9.")])
+        await svc.learn_many([])
+        await svc.learn_many([FactInput(agent_id="a", content="Ops sync is at 9.")])
+        await svc.learn_many([FactInput(agent_id="a", content="Ops sync is at 9.")])
         assert (await conn.execute(show)).one() == before
 
 
@@ -109,11 +111,10 @@ async def test_learn_many_in_gives_the_planner_settings_back(kernel: MemoryKerne
 async def test_a_batch_read_in_chunks_leaves_the_state_of_one_by_one(
     kernel: MemoryKernel, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    """learn_many reads its candidates a chunk at a time (the next chunk's read runs while
-    this one is decided): a stored fact the batch retired or reinforced in an earlier chunk
-    comes back in a later chunk's read and must be taken as the batch left it. Two agents
-    interleaved, so a chunk holds reads of both."""
-    monkeypatch.setattr(batch_state, "READ_CHUNK", chunk)
+    """learn_many reads its candidates a chunk at a time: a stored fact the batch retired or
+    reinforced in an earlier chunk comes back in a later chunk's read and must be taken as
+    the batch left it. Two agents interleaved, so a chunk holds reads of both."""
+    monkeypatch.setattr(service, "READ_CHUNK", chunk)
     svc = kernel.heart.facts
     for agent in ("seq-x", "seq-y", "bat-x", "bat-y"):
         await _learn_stored(kernel, agent)
@@ -134,7 +135,7 @@ async def test_facts_without_a_vector_are_matched_by_their_words_in_a_batch(
     """Facts stored without a vector (deferred) are found by their words, in the batch's
     read: a repeat — of a stored fact, or of one earlier in the batch, in another case and
     punctuation — is reinforced, as one-by-one learns do."""
-    monkeypatch.setattr(batch_state, "READ_CHUNK", chunk)
+    monkeypatch.setattr(service, "READ_CHUNK", chunk)
     svc = kernel.heart.facts
     stored = ["Kai owns the deploy pipeline.", "The cache holds 20 GB."]
     texts = ["kai owns the DEPLOY pipeline", "Lena runs the Friday retro.", "The cache holds 20 GB",

@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 from memory_kernel import MemoryKernel
-from memory_kernel.heart.facts import batch_state
+from memory_kernel.heart.facts import service
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import FactInput
 from memory_kernel.testing import FrozenClock
@@ -54,7 +54,7 @@ async def test_one_pass_leaves_the_state_of_one_fact_at_a_time(
 ) -> None:
     """Chunks of 1 and 3: a stored fact the pass retired in an earlier chunk comes back in a
     later chunk's read and must be taken as the pass left it."""
-    monkeypatch.setattr(batch_state, "READ_CHUNK", chunk)
+    monkeypatch.setattr(service, "READ_CHUNK", chunk)
     svc = kernel.heart.facts
     for agent in ("one", "all"):
         await _learn_script(kernel, clock, agent)

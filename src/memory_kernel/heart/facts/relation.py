@@ -17,7 +17,7 @@ from enum import StrEnum
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
 from memory_kernel.heart.facts.polarity import flip_reason
 
-__all__ = ["PairRelation", "PairVerdict", "RelationThresholds", "classify_pair", "coverage"]
+__all__ = ["PairRelation", "PairVerdict", "RelationThresholds", "classify_pair"]
 
 # Words that announce that a statement replaces an earlier one.
 _CHANGE_MARKERS = frozenset(
@@ -79,14 +79,6 @@ def _shared(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     return len(exact) + fuzzy
 
 
-def coverage(a: TextFeatures, b: TextFeatures) -> float:
-    """Shared content stems over the larger content set (1.0 = the same words)."""
-    larger = max(len(set(a.content)), len(set(b.content)))
-    if larger == 0:
-        return 1.0 if a.values == b.values else 0.0
-    return min(_shared(a.content, b.content), _shared(b.content, a.content)) / larger
-
-
 def _unique_both_sides(a: TextFeatures, b: TextFeatures) -> bool:
     return _shared(a.content, b.content) < len(set(a.content)) and _shared(
         b.content, a.content
@@ -109,11 +101,6 @@ def _substitution(a: TextFeatures, b: TextFeatures) -> str | None:
             old, new = " ".join(a.content[i1:i2]), " ".join(b.content[j1:j2])
             return f"same frame, {old!r} became {new!r}"
     return None
-
-
-def _novel(a: TextFeatures, b: TextFeatures) -> int:
-    """Content words of ``a`` with no match in ``b``."""
-    return len(set(a.content)) - _shared(a.content, b.content)
 
 
 def _same_slot(a: TextFeatures, b: TextFeatures, t: RelationThresholds) -> bool:

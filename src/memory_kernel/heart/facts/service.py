@@ -1,27 +1,35 @@
 """``kernel.heart.facts``: learn (admission, dedup, supersession, contradictions), search,
-history, as-of views, and the embedding of facts that were stored without a vector."""
+history, as-of views, and the embedding of facts that were stored without a vector.
+
+A learn is a batch of one, so single and batch learns share every rule (``policy``). The
+flow: validate, embed (outside the transaction: a slow embedder holds no lock), then one
+unit of work — a caller's, if one is open — that takes the agents' lock, reads the
+candidates a stretch of the batch at a time (bounded memory), decides each fact in input
+order and writes each agent's part in one statement (``store_write``).
+"""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import TypeVar
 
-import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memory_kernel.errors import (
-    EmbedderError,
-    InvalidVectorError,
-    NotFoundError,
-    ValidationError,
-)
-from memory_kernel.heart.facts import repository as repo
+from memory_kernel.errors import NotFoundError, ValidationError
+from memory_kernel.heart.facts import store, store_write
 from memory_kernel.heart.facts.admission import admit_fact
-from memory_kernel.heart.facts.batch import learn_batch
-from memory_kernel.heart.facts.batch_state import Prepared
+from memory_kernel.heart.facts.candidates import AgentState, Item, Prepared, Waiting
 from memory_kernel.heart.facts.normalise import features
-from memory_kernel.heart.facts.pending import PendingReport, embed_pending
+from memory_kernel.heart.facts.policy import (
+    Decided,
+    PendingReport,
+    Writes,
+    decide_new,
+    decide_pending,
+    outcome,
+)
 from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import Fact, FactInput, FactMatch, FactSearchHit, LearnOutcome
@@ -31,10 +39,14 @@ from memory_kernel.storage.search import nearest
 from memory_kernel.storage.tables import facts
 from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
 
-__all__ = ["FactService"]
+__all__ = ["READ_CHUNK", "FactService"]
 
-# Facts decided per chunk in learn_many: bounds the in-memory similarity matrix.
-_BATCH = 1000
+T = TypeVar("T")
+
+#: Facts decided per chunk of ``learn_many``: bounds the in-memory similarity matrix.
+DECIDE_CHUNK = 1000
+#: Items per candidate read: bounds what one read returns.
+READ_CHUNK = 64
 _MAX_QUERY_BYTES = 16 * 1024
 _MAX_CHAIN_HOPS = 10_000
 
@@ -53,51 +65,76 @@ class FactService:
 
     async def learn_many(self, batch: Sequence[FactInput]) -> list[LearnOutcome]:
         """The same as calling :meth:`learn` for each fact in order, in far fewer round trips.
-        All or nothing: one transaction, decided in chunks of 1000 facts (which bounds the
-        in-memory similarity matrix); embedding happens before the transaction opens."""
-        chunks = [await self._prepare(batch[i : i + _BATCH]) for i in range(0, len(batch), _BATCH)]
+        All or nothing: one unit of work (the caller's, when one is open), decided in chunks
+        of 1000 facts; embedding happens before it opens."""
+        chunks = [
+            await self._prepare(batch[i : i + DECIDE_CHUNK])
+            for i in range(0, len(batch), DECIDE_CHUNK)
+        ]
+        if not chunks:
+            return []
+        agents = {f.agent_id for f in batch}
         outcomes: list[LearnOutcome] = []
-        # Our own transaction: the locks and planner settings travel with BEGIN, and its
-        # SET LOCAL settings end with it.
-        opening = repo.opening(f.agent_id for f in batch)
-        async with self._rt.db.lean_transaction(opening) as conn:
+        async with self._rt.db.transaction() as conn:
+            await store.lock_agents(conn, agents)
             for prepared in chunks:
-                outcomes += await self._write(conn, prepared, restore=False, locked=True)
-        # New facts of promoted agents wait, staged, for the index worker.
-        self._rt.db.staged.note("facts", {f.agent_id for f in batch})
+                outcomes += await self._learn_chunk(conn, prepared)
+        # New facts wait, staged, for the index worker. (In a caller's unit this is noted
+        # before it commits: a worker round that finds nothing yet leaves them to its next.)
+        self._rt.db.staged.note("facts", agents)
         return outcomes
 
-    async def learn_in(self, conn: AsyncConnection, fact: FactInput) -> LearnOutcome:
-        """:meth:`learn` inside the caller's transaction (e.g. one ``post_turn``)."""
-        return (await self.learn_many_in(conn, [fact]))[0]
-
-    async def learn_many_in(
-        self, conn: AsyncConnection, batch: Sequence[FactInput]
+    async def _learn_chunk(
+        self, conn: AsyncConnection, items: list[Prepared]
     ) -> list[LearnOutcome]:
-        outcomes = await self._write(conn, await self._prepare(batch), restore=True)
-        # Noted before the caller commits: a round that finds nothing yet leaves them to
-        # the worker's next sweep.
-        self._rt.db.staged.note("facts", {f.agent_id for f in batch})
-        return outcomes
+        now, t = self._rt.clock.now(), self.thresholds()
+        admitted: dict[str, list[tuple[int, Item]]] = {}
+        for i, p in enumerate(items):
+            admitted.setdefault(p.input.agent_id, [])
+            if p.admission.admitted:
+                admitted[p.input.agent_id].append((i, p))
+        states = {a: AgentState(self._k, capacity=len(m)) for a, m in admitted.items()}
+        writes = {a: Writes() for a in admitted}
 
-    async def _write(
+        def decide(i: int) -> Decided:
+            agent = items[i].input.agent_id
+            return decide_new(i, items[i], now, states[agent], writes[agent], t)
+
+        decided = await self._decide(conn, admitted, states, len(items), decide)
+        refreshed: dict[uuid.UUID, Fact] = {}
+        for agent in sorted(writes):
+            refreshed |= await store_write.write(conn, agent, writes[agent], now)
+        return [
+            outcome(p, d, states[p.input.agent_id], refreshed)
+            for p, d in zip(items, decided, strict=True)
+        ]
+
+    async def _decide(
         self,
         conn: AsyncConnection,
-        prepared: list[Prepared],
-        *,
-        restore: bool,
-        locked: bool = False,
-    ) -> list[LearnOutcome]:
-        cfg = self._rt.config.heart
-        return await learn_batch(
-            conn,
-            prepared,
-            now=self._rt.clock.now(),
-            thresholds=self.thresholds(),
-            k=cfg.fact_neighbours,
-            restore=restore,
-            locked=locked,
-        )
+        members: Mapping[str, Sequence[tuple[int, Item]]],
+        states: Mapping[str, AgentState],
+        total: int,
+        decide: Callable[[int], T],
+    ) -> list[T]:
+        """``decide`` the ``total`` items of a batch in input order, reading their candidates
+        a stretch of ``READ_CHUNK`` items at a time (``members``: the items to read for, by
+        agent, with their batch index)."""
+        # Spare neighbours only when earlier items of the batch may retire some of them.
+        fetch = self._k if total == 1 else self._k * 2
+        decided: list[T] = []
+        for start in range(0, total, READ_CHUNK):
+            end = min(start + READ_CHUNK, total)
+            for agent, items in members.items():
+                stretch = [(i, p) for i, p in items if start <= i < end]
+                if stretch:
+                    states[agent].absorb(await store.read_candidates(conn, agent, stretch, fetch))
+            decided += [decide(i) for i in range(start, end)]
+        return decided
+
+    @property
+    def _k(self) -> int:
+        return self._rt.config.heart.fact_neighbours
 
     def thresholds(self) -> RelationThresholds:
         cfg = self._rt.config.heart
@@ -133,34 +170,68 @@ class FactService:
             )
         wanted = [p for p in prepared if p.admission.admitted and not p.input.defer_embedding]
         if wanted:
-            try:
-                vectors = await self._rt.embed([p.input.content for p in wanted])
-            except (EmbedderError, InvalidVectorError):
-                # Down, slow or answering garbage (NaN, wrong dimension): store the facts as
-                # pending_embed rather than lose them; embed_pending catches up.
-                return prepared
+            vectors = await self._rt.embed_or_none([p.input.content for p in wanted])
             for p, vector in zip(wanted, vectors, strict=True):
-                # A text without words embeds to zero: it cannot be searched by vector.
-                p.vector = vector if float(np.linalg.norm(vector)) > 0.0 else None
+                p.vector = vector
         return prepared
+
+    # -- the embedding queue -------------------------------------------------------------
 
     async def embed_pending(
         self, agent_id: str | None = None, *, limit: int = 500
     ) -> PendingReport:
         """Embed facts stored without a vector and run the dedup / value-change /
-        contradiction checks for them (consolidation calls this)."""
+        contradiction checks for them, against the facts that were current when they
+        arrived and after (consolidation calls this)."""
         if agent_id is not None:
             check_agent_id(agent_id)
         if limit < 1:
             raise ValidationError("limit must be at least 1")
-        return await embed_pending(self._rt, self.thresholds(), agent_id=agent_id, limit=limit)
+        if agent_id is None:
+            async with self._rt.db.connection() as conn:
+                agents = await store.agents_with_pending(conn, limit)
+        else:
+            agents = [agent_id]
+        report = PendingReport()
+        for agent in agents:
+            report += await self._settle(agent, limit)
+        return report
+
+    async def _settle(self, agent_id: str, limit: int) -> PendingReport:
+        """One pass over an agent's waiting facts: a batch decided in the order they were
+        learned, against the stored facts and the ones this pass already settled."""
+        async with self._rt.db.connection() as conn:
+            waiting = await store.pending(conn, agent_id, limit)
+        if not waiting:
+            return PendingReport()
+        # Outside the transaction: a slow embedder must not hold the agent's lock.
+        vectors = await self._rt.embed([f.content for f in waiting])
+        async with self._rt.db.transaction() as conn:
+            await store.lock_agents(conn, [agent_id])
+            now, t = self._rt.clock.now(), self.thresholds()
+            # Another pass, or a learn that superseded one by its subject, may have settled
+            # some of them since they were read.
+            still = await store.still_pending(conn, agent_id, [f.id for f in waiting])
+            items = [Waiting(f, v) for f, v in zip(waiting, vectors, strict=True) if f.id in still]
+            state, writes = AgentState(self._k, capacity=len(items)), Writes()
+            decided = await self._decide(
+                conn,
+                {agent_id: list(enumerate(items))},
+                {agent_id: state},
+                len(items),
+                lambda i: decide_pending(i, items[i], state, writes, now, t),
+            )
+            await store_write.write(conn, agent_id, writes, now)
+        # The embedded facts are staged: the index worker moves them into the HNSW index.
+        self._rt.db.staged.note("facts", [agent_id])
+        return sum(decided, PendingReport())
 
     # -- reading ------------------------------------------------------------------------
 
     async def get(self, fact_id: uuid.UUID, *, agent_id: str) -> Fact:
         check_agent_id(agent_id)
         async with self._rt.db.connection() as conn:
-            found = await repo.by_ids(conn, agent_id, [fact_id])
+            found = await store.by_ids(conn, agent_id, [fact_id])
         if not found:
             raise NotFoundError(f"no fact {fact_id} for this agent")
         return found[0]
@@ -176,33 +247,29 @@ class FactService:
         check_unit_interval(min_confidence, field="min_confidence")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
             raise ValidationError("k must be an integer between 1 and 1000")
-        try:
-            vector: np.ndarray | None = (await self._rt.embed([query]))[0]
-        except (EmbedderError, InvalidVectorError):
-            vector = None  # the text index still answers
+        (vector,) = await self._rt.embed_or_none([query])  # none: the text index still answers
         hits: list[FactSearchHit] = []
         async with self._rt.db.connection() as conn:
-            if vector is not None and float(np.linalg.norm(vector)) > 0.0:
+            statuses: tuple[str, ...] = store.CURRENT
+            if vector is not None:
                 rows = await nearest(
                     conn, facts, agent_id=agent_id, vector=vector, k=k,
-                    where=[facts.c.confidence >= min_confidence], columns=repo.FACT_COLUMNS,
+                    where=[facts.c.confidence >= min_confidence], columns=store.FACT_COLUMNS,
                 )  # fmt: skip
                 hits += [
-                    FactSearchHit(fact=repo.to_fact(r), similarity=1.0 - float(r.distance),
+                    FactSearchHit(fact=store.to_fact(r), similarity=1.0 - float(r.distance),
                                   matched_by=FactMatch.VECTOR)
                     for r in rows
                 ]  # fmt: skip
-                statuses: tuple[str, ...] = (FactStatus.PENDING_EMBED.value,)
-            else:
-                statuses = repo.CURRENT
-            rows = await repo.text_search(
+                statuses = (FactStatus.PENDING_EMBED.value,)
+            found = await store.text_search(
                 conn, agent_id, query, statuses=statuses, k=k, min_confidence=min_confidence
             )
         seen = {h.fact.id for h in hits}
         hits += [
-            FactSearchHit(fact=repo.to_fact(r), similarity=text_overlap(query, r.content),
+            FactSearchHit(fact=f, similarity=text_overlap(query, f.content),
                           matched_by=FactMatch.TEXT)
-            for r in rows if r.id not in seen
+            for f in found if f.id not in seen
         ]  # fmt: skip
         hits.sort(key=lambda h: -h.similarity)
         return hits[:k]
@@ -211,14 +278,14 @@ class FactService:
         """The supersession chain ``fact_id`` belongs to (both directions), oldest first."""
         check_agent_id(agent_id)
         async with self._rt.db.connection() as conn:
-            chain = {f.id: f for f in await repo.by_ids(conn, agent_id, [fact_id])}
+            chain = {f.id: f for f in await store.by_ids(conn, agent_id, [fact_id])}
             if not chain:
                 raise NotFoundError(f"no fact {fact_id} for this agent")
             frontier = list(chain)
             for _ in range(_MAX_CHAIN_HOPS):
                 if not frontier:
                     break
-                step = [repo.to_fact(r) for r in await repo.chain_step(conn, agent_id, frontier)]
+                step = await store.chain_step(conn, agent_id, frontier)
                 frontier = [f.id for f in step if f.id not in chain]
                 chain.update({f.id: f for f in step})
         return sorted(chain.values(), key=lambda f: (f.valid_from, f.created_at, str(f.id)))
@@ -229,4 +296,4 @@ class FactService:
         if not isinstance(when, datetime) or when.tzinfo is None:
             raise ValidationError("when must be a timezone-aware datetime")
         async with self._rt.db.connection() as conn:
-            return await repo.as_of(conn, agent_id, when)
+            return await store.as_of(conn, agent_id, when)

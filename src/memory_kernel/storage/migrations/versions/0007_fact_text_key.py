@@ -29,7 +29,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     # On the partitioned table: every partition gets it, and partitions attached later too.
-    # The expression is the one heart.facts.learn_sql's read compares (frozen copy here).
+    # The expression is the one heart.facts.store's candidate read compares (frozen copy here).
     op.execute(
         "CREATE INDEX ix_facts_agent_id_text_key ON facts"
         " (agent_id, (CAST(md5(regexp_replace(lower(content), '\\W+', '', 'g')) AS uuid)))"
