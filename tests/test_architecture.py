@@ -108,7 +108,7 @@ def test_one_database_stack() -> None:
     reaching = {"driver_connection", "get_raw_connection", "dbapi_connection"}
     found = {}
     for path in SOURCES:
-        if path.name == "database.py":  # the pool's checkout check looks at the socket
+        if path.name == "engine.py":  # the pool's checkout check looks at the socket
             continue
         names = {n.attr for n in ast.walk(_tree(path)) if isinstance(n, ast.Attribute)}
         if names & reaching:
@@ -126,12 +126,14 @@ def test_policy_modules_import_without_storage_or_a_driver(module: str) -> None:
 import sys, types
 from pathlib import Path
 root = Path({str(PACKAGE)!r})
-# Packages without their __init__ (which wire services): only the modules named run.
+# Packages without their __init__ (which wires services), but for the two that only
+# re-export plain data (settings, models): the policy modules and what they import run.
 for init in root.rglob("__init__.py"):
     name = ".".join(("memory_kernel", *init.parent.relative_to(root).parts))
-    stub = types.ModuleType(name)
-    stub.__path__ = [str(init.parent)]
-    sys.modules[name] = stub
+    if name not in ("memory_kernel.config", "memory_kernel.models"):
+        stub = types.ModuleType(name)
+        stub.__path__ = [str(init.parent)]
+        sys.modules[name] = stub
 for blocked in ("memory_kernel.storage", "memory_kernel.runtime", "sqlalchemy", "asyncpg",
                 "pgvector", "httpx"):
     sys.modules[blocked] = None

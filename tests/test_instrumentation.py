@@ -42,8 +42,10 @@ async def test_every_hook_runs_under_the_official_instrumentations(
     kernel = quiet_kernel
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(spans))
+    # The instrumentation declares SQLAlchemy < 2.1 and would do nothing on 2.1 without
+    # skip_dep_check; its events API is the same in 2.1, and this test proves it works.
     SQLAlchemyInstrumentor().instrument(
-        engine=kernel.database.engine.sync_engine, tracer_provider=provider
+        engine=kernel.database.engine.sync_engine, tracer_provider=provider, skip_dep_check=True
     )
     fact = FactInput(agent_id="otel", subject="006 status", content="006 has shipped")
     learned = await kernel.heart.facts.learn(fact)
@@ -55,7 +57,7 @@ async def test_every_hook_runs_under_the_official_instrumentations(
     hits = await kernel.search_memory("otel", "006 status", search_type="facts")
     assert any("shipped" in h.text for h in hits)
     report = await kernel.consolidate("otel")
-    assert report.errors == ()
+    assert report.failed_agents == () and report.skipped_agents == ()
 
     found = spans.get_finished_spans()
     through_sqlalchemy = _statements(found, "sqlalchemy")
