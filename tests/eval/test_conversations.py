@@ -202,6 +202,7 @@ def test_exchanges_join_same_role_and_pair_replies() -> None:
         Turn("user", "Hi."),
         Turn("user", "Two things."),
         Turn("assistant", "Sure."),
+        Turn("assistant", "  "),
         Turn("user", "Bye."),
     ]
     assert exchanges(turns) == [

@@ -309,11 +309,13 @@ def load_dataset(path: Path, *, limit: int | None = None) -> Dataset:
 
 
 def exchanges(turns: Iterable[Turn]) -> list[tuple[str | None, str]]:
-    """The session as (user message, assistant reply) pairs for the hooks: consecutive turns
-    of one role are joined (newline); a user turn without a reply gets ``""``; assistant
-    turns before any user turn come as ``(None, reply)``."""
+    """The session as (user message, assistant reply) pairs for the hooks: blank turns are
+    left out, consecutive turns of one role are joined (newline), a user turn without a
+    reply gets ``""``, assistant turns before any user turn come as ``(None, reply)``."""
     merged: list[tuple[Role, str]] = []
     for turn in turns:
+        if not turn.content.strip():
+            continue
         if merged and merged[-1][0] == turn.role:
             merged[-1] = (turn.role, f"{merged[-1][1]}\n{turn.content}")
         else:
