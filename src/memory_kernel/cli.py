@@ -232,17 +232,40 @@ def inspect_(
 
 @app.command("eval")
 def eval_(
-    suite: Annotated[str, typer.Argument(help="ku, dedup, admission, gate, stsb or locomo")],
+    suite: Annotated[
+        str, typer.Argument(help="ku, dedup, admission, gate, stsb, locomo or conversations")
+    ],
     data: Annotated[Path, typer.Option("--data", help="The data file of the suite.")],
     embedder: EmbedderOption = "hashing",
     json_path: JsonOption = None,
     plot: PlotOption = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            "--budget",
+            min=1,
+            help="conversations: context tokens per question [default: 1000]",
+            show_default=False,
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            min=1,
+            help="conversations: only the first N conversations",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Measure memory quality on an evaluation data set (see shared/eval/README.md)."""
     from memory_kernel.eval.cli import run_eval
 
     try:
-        run_eval(console, suite=suite, data=data, embedder=embedder, json_path=json_path, plot=plot)
+        run_eval(
+            console, suite=suite, data=data, embedder=embedder, json_path=json_path, plot=plot,
+            options={"budget": budget, "limit": limit},
+        )  # fmt: skip
     except MemoryKernelError as exc:
         raise _fail(exc) from exc
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval.embedders import close_embedder, embedder_from_name
 from memory_kernel.eval.report import SuiteReport, print_report, write_json
-from memory_kernel.eval.suites import load_suite
+from memory_kernel.eval.suites import check_options, load_suite
 from memory_kernel.protocols import Embedder
 
 __all__ = ["run_eval", "run_tune"]
@@ -53,13 +53,16 @@ def _emit(console: Console, report: SuiteReport, json_path: Path | None, plot: P
 
 def run_eval(
     console: Console, *, suite: str, data: Path, embedder: str, json_path: Path | None,
-    plot: Path | None,
+    plot: Path | None, options: dict[str, object] | None = None,
 ) -> SuiteReport:  # fmt: skip
-    """Run one suite, print its report and summary, write JSON / PNG if asked."""
+    """Run one suite, print its report and summary, write JSON / PNG if asked. ``options``:
+    the suite's own options (``SUITE_OPTIONS``), ``None`` values left out."""
     runner = load_suite(suite)
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    check_options(suite, given)
     _check_inputs(data, plot, suite, sweep=False)
     console.print(f"[dim]suite {suite} · embedder {embedder} · data {data}[/]")
-    report = asyncio.run(_timed(embedder, lambda chosen: runner(data, chosen)))
+    report = asyncio.run(_timed(embedder, lambda chosen: runner(data, chosen, **given)))
     _emit(console, report, json_path, plot)
     return report
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field, computed_field
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from memory_kernel.eval.targets import verdicts
@@ -27,6 +28,8 @@ class SuiteReport(OutputModel):
     metrics: dict[str, float | int] = Field(default_factory=dict)
     # Named tables, e.g. {"confusion": [{"label": "noise", "recorded": 0, ...}, ...]}.
     tables: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    # Per-row results kept in the JSON only (not printed), e.g. one row per question.
+    details: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     targets: dict[str, str] = Field(default_factory=dict)
     # Wall-clock seconds of the run (set by the CLI); the only field that varies between
@@ -90,12 +93,14 @@ def print_report(report: SuiteReport, console: Console) -> None:
             table.add_row(*(_cell(v) for v in row.values()))
         console.print(table)
     for note in report.notes:
-        console.print(f"[dim]note:[/] {note}")
+        console.print(f"[dim]note:[/] {escape(note)}")
     console.print(f"[dim]data: {report.data}[/]")
     print_summary(report, console)
 
 
 def _cell(value: Any) -> str:
+    if value is None:  # a metric that does not apply to the row
+        return "–"
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 

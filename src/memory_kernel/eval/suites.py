@@ -1,22 +1,21 @@
 """The registry of evaluation suites: name → ``module:function``.
 
-Each function is ``async def run(data: Path, embedder: Embedder) -> SuiteReport``.
+Each function is ``async def run(data: Path, embedder: Embedder) -> SuiteReport``; a suite
+listed in ``SUITE_OPTIONS`` also takes those keyword options (``--budget``, ``--limit``).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import Any, cast
 
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval.report import SuiteReport
-from memory_kernel.protocols import Embedder
 
-__all__ = ["SUITES", "load_suite"]
+__all__ = ["SUITES", "SUITE_OPTIONS", "check_options", "load_suite"]
 
-SuiteRunner = Callable[[Path, Embedder], Coroutine[Any, Any, SuiteReport]]
+SuiteRunner = Callable[..., Coroutine[Any, Any, SuiteReport]]
 
 SUITES: dict[str, str] = {
     "ku": "memory_kernel.eval.ku:run",
@@ -25,6 +24,12 @@ SUITES: dict[str, str] = {
     "gate": "memory_kernel.eval.gate:run",
     "stsb": "memory_kernel.eval.stsb:run",
     "locomo": "memory_kernel.eval.locomo:run",
+    "conversations": "memory_kernel.eval.conversations:run",
+}
+
+#: The command-line options a suite takes besides its data and embedder.
+SUITE_OPTIONS: dict[str, frozenset[str]] = {
+    "conversations": frozenset({"budget", "limit"}),
 }
 
 
@@ -38,3 +43,11 @@ def load_suite(name: str) -> SuiteRunner:
     except ModuleNotFoundError as exc:
         raise ConfigError(f"suite {name!r} is not available yet") from exc
     return cast(SuiteRunner, getattr(module, attr))
+
+
+def check_options(name: str, options: dict[str, object]) -> None:
+    """Refuse options the suite does not take (before anything runs)."""
+    unknown = sorted(set(options) - SUITE_OPTIONS.get(name, frozenset()))
+    if unknown:
+        flags = ", ".join(f"--{o}" for o in unknown)
+        raise ConfigError(f"suite {name!r} takes no {flags}")

@@ -1,0 +1,70 @@
+"""The naive baseline of the conversations suite: every raw turn kept in memory (numpy),
+ranked by cosine to the question, the best ones filling the token budget.
+
+Each turn is stored as ``"[2023-05-20] user: <content>"`` (its session's date) and embedded
+on its content alone, with the embedder the kernel uses. At question time the turns are
+taken in cosine order (ties: conversation order); a turn that no longer fits the budget is
+skipped and the next one tried. The sum of the lines' token counts stays within the budget,
+which bounds the joined text's count (the counter is subadditive).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from memory_kernel import Embedder, TokenCounter
+from memory_kernel.eval.dialogues import Dialogue
+
+__all__ = ["NaiveStore"]
+
+_BATCH = 128
+
+
+def _unit_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.asarray(matrix / np.where(norms == 0, 1.0, norms), dtype=np.float32)
+
+
+class NaiveStore:
+    """The raw turns of one dialogue."""
+
+    def __init__(self, embedder: Embedder, counter: TokenCounter) -> None:
+        self._embedder = embedder
+        self._counter = counter
+        self.lines: list[str] = []
+        self._vectors = np.zeros((0, embedder.dim), dtype=np.float32)
+
+    async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        parts = [
+            np.asarray(await self._embedder.embed(texts[i : i + _BATCH]), dtype=np.float32)
+            for i in range(0, len(texts), _BATCH)
+        ]
+        if not parts:
+            return np.zeros((0, self._embedder.dim), dtype=np.float32)
+        return _unit_rows(np.vstack(parts))
+
+    async def add(self, dialogue: Dialogue) -> None:
+        contents = []
+        for session in dialogue.sessions:
+            day = session.date.date().isoformat()
+            for turn in session.turns:
+                self.lines.append(f"[{day}] {turn.role}: {turn.content}")
+                contents.append(turn.content)
+        self._vectors = np.vstack([self._vectors, await self._embed(contents)])
+
+    async def context(self, question: str, budget: int) -> str:
+        """The budget filled with the turns nearest to ``question``, nearest first."""
+        if not self.lines:
+            return ""
+        query = (await self._embed([question]))[0]
+        order = np.argsort(-(self._vectors @ query), kind="stable")
+        chosen: list[str] = []
+        used = 0
+        for index in order:
+            line = self.lines[int(index)]
+            cost = self._counter.count(line) + (1 if chosen else 0)  # the joining newline
+            if used + cost <= budget:
+                chosen.append(line)
+                used += cost
+        return "\n".join(chosen)
