@@ -5,7 +5,7 @@ paraphrase, negation, value_change, ...) or the MRPC TSV (``Quality, #1 ID, #2 I
 #2 String``) — detected from the file. Each pair is learned (a, then b) by
 ``kernel.heart.facts`` in an agent of its own (so a pair's decision does not depend on the
 other pairs), as explicit facts so the admission gate does not interfere; b being REINFORCED
-is the dedup decision. With kinds, accuracy is also given per kind (``accuracy[kind]``). For
+is the dedup decision. With kinds, accuracy is also given per kind (``accuracy.<kind>``). For
 MRPC it also reports the ROC AUC of the raw cosine and P/R of the cosine alone at the
 configured threshold.
 """
@@ -138,7 +138,7 @@ def score(pairs: Sequence[Pair], merges: Sequence[bool]) -> Metrics:
     }
     if any(p.kind for p in pairs):
         for row in _by_kind(pairs, merges):
-            metrics[f"accuracy[{row['kind']}]"] = row["accuracy"]
+            metrics[f"accuracy.{row['kind']}"] = row["accuracy"]
     return metrics
 
 
