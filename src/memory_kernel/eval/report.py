@@ -104,7 +104,7 @@ def _cv_table(report: SuiteReport, cv: CrossValidation) -> Table:
         f"{cv.folds}-fold cross-validation (held-out folds, seed {cv.seed})"
     )
     summary = Table(title=title)
-    summary.add_column("metric", style="bold", no_wrap=True)
+    summary.add_column("metric", style="bold", overflow="fold")  # the one column that may wrap
     for name in ("dev", "CV mean", "CV min-max"):
         summary.add_column(name, justify="right", no_wrap=True)
     for name in ("target", "dev", "CV"):
