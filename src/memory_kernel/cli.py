@@ -257,6 +257,15 @@ def eval_(
             show_default=False,
         ),
     ] = None,
+    folds: Annotated[
+        int | None,
+        typer.Option(
+            "--folds",
+            help="Also cross-validate: K stratified folds, fit on K-1, report the held-out one.",
+            show_default=False,
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the fold split.")] = 0,
 ) -> None:
     """Measure memory quality on an evaluation data set (see shared/eval/README.md)."""
     from memory_kernel.eval.cli import run_eval
@@ -264,7 +273,7 @@ def eval_(
     try:
         run_eval(
             console, suite=suite, data=data, embedder=embedder, json_path=json_path, plot=plot,
-            options={"budget": budget, "limit": limit},
+            options={"budget": budget, "limit": limit}, folds=folds, seed=seed,
         )  # fmt: skip
     except MemoryKernelError as exc:
         raise _fail(exc) from exc

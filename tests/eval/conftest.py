@@ -178,3 +178,48 @@ def locomo_json(tmp_path: Path) -> Path:
     path = tmp_path / "locomo.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def dedup_kinds(tmp_path: Path) -> Path:
+    """The authored format: pairs with a ``kind``."""
+    return _jsonl(
+        tmp_path / "dedup_kinds.jsonl",
+        [
+            {"id": "k1", "a": "Priya owns the billing service.",
+             "b": "The billing service is owned by Priya.", "label": 1, "kind": "reorder"},
+            {"id": "k2", "a": "Our team meets every Tuesday at 10am in room B.",
+             "b": "Every Tuesday at 10am our team meets in room B.", "label": 1,
+             "kind": "reorder"},
+            {"id": "k3", "a": "The staging database listens on port 5433.",
+             "b": "The staging database listens on port 6543.", "label": 0,
+             "kind": "value_change"},
+            {"id": "k4", "a": "Marco likes green tea in the morning.",
+             "b": "Marco does not like green tea in the morning.", "label": 0, "kind": "negation"},
+        ],
+    )  # fmt: skip
+
+
+@pytest.fixture
+def ku_mixed(tmp_path: Path) -> Path:
+    """Update pairs (``id`` instead of ``qi``) and look-alike distinct pairs in one file."""
+    return _jsonl(
+        tmp_path / "ku_mixed.jsonl",
+        [
+            {"id": "u1", "topic": "office plant count", "old_fact": "I have 3 plants in my office.",
+             "new_fact": "I have 5 plants in my office.", "expected_current": "5",
+             "kind": "count", "label": "update"},
+            {"id": "u2", "topic": "commute by bike",
+             "old_fact": "I commute by bike twice a week.",
+             "new_fact": "I commute by bike four times a week.", "expected_current": "four",
+             "kind": "count", "label": "update"},
+            {"id": "d1", "topic": "staging cluster version",
+             "old_fact": "The staging cluster runs Kubernetes 1.28.",
+             "new_fact": "The dev cluster runs Kubernetes 1.29.", "expected_current": None,
+             "kind": "different_entity", "label": "distinct"},
+            {"id": "d2", "topic": "Austin office desks",
+             "old_fact": "The Austin office has 40 desks.",
+             "new_fact": "The Boston office has 55 desks.", "expected_current": None,
+             "kind": "different_entity", "label": "distinct"},
+        ],
+    )  # fmt: skip

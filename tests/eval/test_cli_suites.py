@@ -37,7 +37,7 @@ def test_dedup_pairs(dedup_pairs: Path, tmp_path: Path) -> None:
     report = _eval("dedup", dedup_pairs, tmp_path / "r.json")
     assert report["metrics"]["pairs"] == 6
     _unit(report, "precision", "recall", "accuracy", "f1")
-    assert report["targets"] == {"accuracy": ">= 0.9", "negatives_merged": "0"}
+    assert report["targets"] == {"accuracy": ">= 0.85", "negatives_merged": "0"}  # issue 21
     met = report["metrics"]["negatives_merged"] == 0
     assert report["verdicts"]["negatives_merged"] is met
 

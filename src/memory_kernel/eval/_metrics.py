@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["binary_metrics", "roc_auc"]
+__all__ = ["Metrics", "binary_metrics", "roc_auc"]
+
+# A suite's headline figures by name: rates, counts, scores.
+Metrics = dict[str, float | int]
 
 
-def binary_metrics(predicted: Sequence[bool], gold: Sequence[bool]) -> dict[str, float | int]:
+def binary_metrics(predicted: Sequence[bool], gold: Sequence[bool]) -> Metrics:
     """Precision, recall, F1 and accuracy of ``predicted`` against ``gold`` (positive = True)."""
     tp = sum(p and g for p, g in zip(predicted, gold, strict=True))
     fp = sum(p and not g for p, g in zip(predicted, gold, strict=True))

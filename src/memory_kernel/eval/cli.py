@@ -53,16 +53,26 @@ def _emit(console: Console, report: SuiteReport, json_path: Path | None, plot: P
 
 def run_eval(
     console: Console, *, suite: str, data: Path, embedder: str, json_path: Path | None,
-    plot: Path | None, options: dict[str, object] | None = None,
+    plot: Path | None, options: dict[str, object] | None = None, folds: int | None = None,
+    seed: int = 0,
 ) -> SuiteReport:  # fmt: skip
     """Run one suite, print its report and summary, write JSON / PNG if asked. ``options``:
-    the suite's own options (``SUITE_OPTIONS``), ``None`` values left out."""
+    the suite's own options (``SUITE_OPTIONS``), ``None`` values left out; with ``folds``,
+    also cross-validate it (``eval/cv.py``) and show both figures."""
     runner = load_suite(suite)
     given = {k: v for k, v in (options or {}).items() if v is not None}
     check_options(suite, given)
     _check_inputs(data, plot, suite, sweep=False)
-    console.print(f"[dim]suite {suite} · embedder {embedder} · data {data}[/]")
-    report = asyncio.run(_timed(embedder, lambda chosen: runner(data, chosen, **given)))
+    shown = f" · {folds} folds, seed {seed}" if folds is not None else ""
+    console.print(f"[dim]suite {suite} · embedder {embedder} · data {data}{shown}[/]")
+    if folds is None:
+        report = asyncio.run(_timed(embedder, lambda chosen: runner(data, chosen, **given)))
+    else:
+        from memory_kernel.eval.cv import run_cv
+
+        report = asyncio.run(
+            _timed(embedder, lambda chosen: run_cv(suite, data, chosen, folds=folds, seed=seed))
+        )
     _emit(console, report, json_path, plot)
     return report
 

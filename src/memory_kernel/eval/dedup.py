@@ -1,33 +1,47 @@
 """Dedup: is a second statement merged into the first (reinforced) or stored apart?
 
-Reads either the project's pairs JSONL (``{"id", "a", "b", "label"}``) or the MRPC TSV
-(``Quality, #1 ID, #2 ID, #1 String, #2 String``) — detected from the file. Each pair is
-learned (a, then b) by ``kernel.heart.facts`` in an agent of its own, as explicit facts so the
-admission gate does not interfere; b being REINFORCED is the dedup decision. For MRPC it also
-reports the ROC AUC of the raw cosine and P/R of the cosine alone at the configured threshold.
+Reads either the project's pairs JSONL (``{"id", "a", "b", "label"}``, optionally ``kind``:
+paraphrase, negation, value_change, ...) or the MRPC TSV (``Quality, #1 ID, #2 ID, #1 String,
+#2 String``) — detected from the file. Each pair is learned (a, then b) by
+``kernel.heart.facts`` in an agent of its own (so a pair's decision does not depend on the
+other pairs), as explicit facts so the admission gate does not interfere; b being REINFORCED
+is the dedup decision. With kinds, accuracy is also given per kind (``accuracy.<kind>``). For
+MRPC it also reports the ROC AUC of the raw cosine and P/R of the cosine alone at the
+configured threshold.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from memory_kernel.config import MemoryKernelConfig
-from memory_kernel.embeddings import embed_checked
 from memory_kernel.errors import ConfigError, EmbedderError
-from memory_kernel.eval._metrics import binary_metrics, roc_auc
+from memory_kernel.eval._metrics import Metrics, binary_metrics, roc_auc
+from memory_kernel.eval.kernel_api import FactInput, LearnAction, LearnOutcome, embed_checked
 from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
-from memory_kernel.models.facts import FactInput, LearnAction, LearnOutcome
+from memory_kernel.eval.targets import targets_for
 from memory_kernel.protocols import Embedder
 
-__all__ = ["cosines", "decide", "load_pairs", "run"]
+__all__ = ["Pair", "cosines", "decide", "load_pairs", "merged", "run", "score"]
 
-Pair = tuple[str, str, str, bool]  # id, a, b, is-duplicate
+
+class Pair(NamedTuple):
+    id: str
+    a: str
+    b: str
+    same: bool  # the gold label: b says the same as a (merge it)
+    kind: str = ""  # paraphrase, negation, ... ("" when the file has none)
+
+
 _CHUNK = 100  # pairs per learn_many call: a progress step, and bounded transactions
 
 
@@ -36,7 +50,9 @@ def _jsonl(text: str) -> list[Pair]:
     for line in text.splitlines():
         if line.strip():
             row = json.loads(line)
-            pairs.append((str(row["id"]), str(row["a"]), str(row["b"]), bool(int(row["label"]))))
+            same = bool(int(row["label"]))
+            kind = str(row.get("kind") or "")
+            pairs.append(Pair(str(row["id"]), str(row["a"]), str(row["b"]), same, kind))
     return pairs
 
 
@@ -45,7 +61,7 @@ def _mrpc(text: str) -> list[Pair]:
     pairs = []
     for row in reader:
         if len(row) >= 5 and row[0].strip() in ("0", "1"):
-            pairs.append((f"{row[1]}-{row[2]}", row[3], row[4], row[0].strip() == "1"))
+            pairs.append(Pair(f"{row[1]}-{row[2]}", row[3], row[4], row[0].strip() == "1"))
     return pairs
 
 
@@ -53,15 +69,18 @@ def load_pairs(path: Path) -> tuple[str, list[Pair]]:
     """``("pairs" | "mrpc", pairs)``; the format is told by the first line."""
     try:
         text = path.read_text("utf-8")
-        if text.lstrip("\ufeff").lstrip().startswith("{"):
-            return "pairs", _jsonl(text)
-        return "mrpc", _mrpc(text)
+        kind = "pairs" if text.lstrip("\ufeff").lstrip().startswith("{") else "mrpc"
+        pairs = _jsonl(text) if kind == "pairs" else _mrpc(text)
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(f"cannot read dedup pairs from {path}: {exc}") from exc
+    ids = Counter(p.id for p in pairs)
+    if len(ids) != len(pairs):
+        raise ConfigError(f"{path}: duplicate ids {[k for k, v in ids.items() if v > 1][:5]}")
+    return kind, pairs
 
 
 async def decide(
-    pairs: list[Pair], embedder: Embedder, *, config: MemoryKernelConfig | None = None
+    pairs: Sequence[Pair], embedder: Embedder, *, config: MemoryKernelConfig | None = None
 ) -> list[LearnOutcome]:
     """Learn each pair (a, then b) in an agent of its own; the outcomes of the b's."""
     outcomes: list[LearnOutcome] = []
@@ -69,10 +88,10 @@ async def decide(
         with progress("dedup pairs", len(pairs)) as advance:
             for start in range(0, len(pairs), _CHUNK):
                 batch: list[FactInput] = []
-                for n, (_, a, b, _) in enumerate(pairs[start : start + _CHUNK], start):
+                for n, pair in enumerate(pairs[start : start + _CHUNK], start):
                     agent = f"dd-{n}"
-                    batch += [FactInput(agent_id=agent, content=a, explicit=True),
-                              FactInput(agent_id=agent, content=b, explicit=True)]  # fmt: skip
+                    batch += [FactInput(agent_id=agent, content=pair.a, explicit=True),
+                              FactInput(agent_id=agent, content=pair.b, explicit=True)]  # fmt: skip
                 learned = await kernel.heart.facts.learn_many(batch)
                 if any(o.pending_embedding for o in learned):
                     # Without a vector a fact has no dedup candidate: the numbers would lie.
@@ -85,6 +104,44 @@ async def decide(
     return outcomes
 
 
+def merged(outcomes: Sequence[LearnOutcome]) -> list[bool]:
+    """The dedup decision of each pair: b was merged into a."""
+    return [o.action is LearnAction.REINFORCED for o in outcomes]
+
+
+def _by_kind(pairs: Sequence[Pair], merges: Sequence[bool]) -> list[dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = {}
+    for pair, merge in zip(pairs, merges, strict=True):
+        label = "same" if pair.same else "apart"
+        row = table.setdefault(
+            pair.kind, {"kind": pair.kind, "label": label, "pairs": 0, "merged": 0, "correct": 0}
+        )
+        row["pairs"] += 1
+        row["merged"] += merge
+        row["correct"] += merge == pair.same
+    for row in table.values():
+        row["accuracy"] = round(row["correct"] / row["pairs"], 4)
+    return sorted(table.values(), key=lambda r: (r["label"], r["kind"]))
+
+
+def score(pairs: Sequence[Pair], merges: Sequence[bool]) -> Metrics:
+    """Dedup metrics of ``pairs`` given which were merged (pure); positive = merged."""
+    decision = binary_metrics(merges, [p.same for p in pairs])
+    metrics: Metrics = {
+        "pairs": len(pairs),
+        "precision": decision["precision"],
+        "recall": decision["recall"],
+        "accuracy": decision["accuracy"],
+        "f1": decision["f1"],
+        "negatives_merged": decision["fp"],
+        "positives_apart": decision["fn"],
+    }
+    if any(p.kind for p in pairs):
+        for row in _by_kind(pairs, merges):
+            metrics[f"accuracy.{row['kind']}"] = row["accuracy"]
+    return metrics
+
+
 async def run(
     data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None
 ) -> SuiteReport:
@@ -92,51 +149,46 @@ async def run(
     if not pairs:
         raise ConfigError(f"no dedup pairs in {data}")
     outcomes = await decide(pairs, embedder, config=config)
-    merged = [o.action is LearnAction.REINFORCED for o in outcomes]
-    gold = [p[3] for p in pairs]
-    decision = binary_metrics(merged, gold)
-    metrics: dict[str, float | int] = {
-        "pairs": len(pairs),
-        "precision": decision["precision"],
-        "recall": decision["recall"],
-        "accuracy": decision["accuracy"],
-        "f1": decision["f1"],
-        "negatives_merged": decision["fp"],
-    }
+    merges = merged(outcomes)
+    metrics = score(pairs, merges)
     errors = [
-        {"id": p[0], "label": int(p[3]), "decision": o.action.value, "reason": o.reason}
-        for p, o, m in zip(pairs, outcomes, merged, strict=True)
-        if m != p[3]
-    ]
-    targets = {"accuracy": ">= 0.9", "negatives_merged": "0"}
+        {"id": p.id, "kind": p.kind, "label": int(p.same), "decision": o.action.value,
+         "reason": o.reason}
+        for p, o, m in zip(pairs, outcomes, merges, strict=True)
+        if m != p.same
+    ]  # fmt: skip
+    tables = {"errors": errors}
+    targets = targets_for("dedup", metrics)
     if kind == "mrpc":
         metrics.update(await _cosine_metrics(pairs, embedder, config or MemoryKernelConfig()))
         targets = {}
-        errors = errors[:25]
+        tables = {"errors": [{k: v for k, v in e.items() if k != "kind"} for e in errors[:25]]}
+    elif any(p.kind for p in pairs):
+        tables = {"per kind": _by_kind(pairs, merges), **tables}
     return SuiteReport(
         suite="dedup",
         data=str(data),
         embedder=embedder.name,
         metrics=metrics,
-        tables={"errors": errors},
+        tables=tables,
         notes=[f"format: {kind}; decision = second statement reinforced the first"],
         targets=targets,
     )
 
 
-async def cosines(pairs: list[Pair], embedder: Embedder) -> list[float]:
+async def cosines(pairs: Sequence[Pair], embedder: Embedder) -> list[float]:
     """The raw cosine of each pair (the vectors are unit length)."""
-    left = await embed_checked(embedder, [p[1] for p in pairs], timeout=None)
-    right = await embed_checked(embedder, [p[2] for p in pairs], timeout=None)
+    left = await embed_checked(embedder, [p.a for p in pairs], timeout=None)
+    right = await embed_checked(embedder, [p.b for p in pairs], timeout=None)
     return [float(c) for c in np.einsum("ij,ij->i", left, right)]
 
 
 async def _cosine_metrics(
-    pairs: list[Pair], embedder: Embedder, config: MemoryKernelConfig
-) -> dict[str, float | int]:
+    pairs: Sequence[Pair], embedder: Embedder, config: MemoryKernelConfig
+) -> Metrics:
     threshold = config.heart.fact_dedup_similarity
     scores = await cosines(pairs, embedder)
-    gold = [p[3] for p in pairs]
+    gold = [p.same for p in pairs]
     at = binary_metrics([c >= threshold for c in scores], gold)
     return {
         "cosine_roc_auc": round(roc_auc(scores, gold), 4),

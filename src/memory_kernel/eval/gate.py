@@ -1,37 +1,62 @@
 """Decision gate: replay labelled agent responses as turns through ``pre_turn``/``post_turn``.
 
 Data: JSON lines ``{"id", "frame", "response_text", "tool_names", "label"}`` with ``label``
-``decision`` or ``noise``. Each row is one turn in a session of its own (so rows cannot
-deduplicate each other) in the row's frame; its tools become ``ToolResult`` s (a
+``decision`` or ``noise`` (extra fields such as ``why`` are ignored). Each row is one turn in
+a session of its own (so rows cannot deduplicate each other, and a row's outcome does not
+depend on the other rows) in the row's frame; its tools become ``ToolResult`` s (a
 ``record_decision`` tool carries the response as its description). A row counts as
 *recorded* when its turn stored any active decision.
 
 Metrics: ``noise_rate`` = noise recorded / all recorded; ``decisions_missed`` = decision rows
-not recorded (and its share). ``content_*`` replays every row in the ``decision`` frame, so
-the frame shortcut is off and only layers 1–3 judge the text: a measure of how the filter
-would do if the host's frame selector picked "decision" too often.
+not recorded (and ``missed_rate``, its share). ``content_*`` replays every row in the
+``decision`` frame, so the frame shortcut is off and only layers 1–3 judge the text: the
+classifier itself, as if the host's frame selector picked "decision" for every turn.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
+from memory_kernel.eval._metrics import Metrics, binary_metrics
+from memory_kernel.eval.kernel_api import (
+    FrozenClock,
+    MemoryKernel,
+    ToolResult,
+    TurnInput,
+    TurnOutcome,
+    TurnResult,
+)
 from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
-from memory_kernel.kernel import MemoryKernel
-from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome, TurnResult
+from memory_kernel.eval.targets import targets_for
 from memory_kernel.protocols import Embedder
-from memory_kernel.testing import FrozenClock
 
-__all__ = ["load_rows", "replay_all", "run"]
+__all__ = [
+    "GateDecision",
+    "decide",
+    "load_rows",
+    "objective",
+    "recorded",
+    "replay_all",
+    "run",
+    "score",
+]
 
 _LABELS = ("decision", "noise")
+
+
+class GateDecision(NamedTuple):
+    """Whether a row was recorded with its frame as given and in the decision frame."""
+
+    framed: bool
+    content: bool
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -43,11 +68,16 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
             row = json.loads(line)
             if row.get("label") not in _LABELS or not isinstance(row.get("response_text"), str):
                 raise ConfigError(f"{path}:{number}: needs response_text and label {_LABELS}")
+            if "id" not in row:
+                raise ConfigError(f"{path}:{number}: needs an id")
             rows.append(row)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read decision-gate data from {path}: {exc}") from exc
     if not rows:
         raise ConfigError(f"no rows in {path}")
+    ids = Counter(str(row["id"]) for row in rows)
+    if len(ids) != len(rows):
+        raise ConfigError(f"{path}: duplicate ids {[k for k, v in ids.items() if v > 1][:5]}")
     return rows
 
 
@@ -78,31 +108,54 @@ async def _replay(
     return await kernel.post_turn(ctx.turn, _outcome(row))
 
 
+def recorded(result: TurnResult) -> bool:
+    return result.decision is not None or bool(result.explicit)
+
+
 def _why(result: TurnResult) -> str:
-    if result.decision is not None or result.explicit:
+    if recorded(result):
         return "recorded"
     return f"layer {result.layer}: {result.skipped}: {result.reason}"
 
 
-def _score(rows: list[dict[str, Any]], results: list[TurnResult]) -> dict[str, Any]:
-    recorded = [bool(r.decision is not None or r.explicit) for r in results]
-    noise_recorded = sum(
-        rec for rec, row in zip(recorded, rows, strict=True) if row["label"] == "noise"
-    )
-    decisions = [rec for rec, row in zip(recorded, rows, strict=True) if row["label"] == "decision"]
-    total = sum(recorded)
+def _half(rows: Sequence[dict[str, Any]], chosen: Sequence[bool], prefix: str) -> Metrics:
+    pairs = list(zip(chosen, rows, strict=True))
+    noise = sum(rec for rec, row in pairs if row["label"] == "noise")
+    decisions = [rec for rec, row in pairs if row["label"] == "decision"]
+    total = sum(chosen)
     return {
-        "recorded": total,
-        "noise_recorded": noise_recorded,
-        "noise_rate": round(noise_recorded / total, 4) if total else 0.0,
-        "decisions_missed": decisions.count(False),
-        "missed_rate": round(decisions.count(False) / len(decisions), 4) if decisions else 0.0,
-        "wrong": [
-            row["id"]
-            for rec, row in zip(recorded, rows, strict=True)
-            if rec != (row["label"] == "decision")
-        ],
+        f"{prefix}recorded": total,
+        f"{prefix}noise_recorded": noise,
+        f"{prefix}noise_rate": round(noise / total, 4) if total else 0.0,
+        f"{prefix}decisions_missed": decisions.count(False),
+        f"{prefix}missed_rate": round(decisions.count(False) / len(decisions), 4)
+        if decisions
+        else 0.0,
     }
+
+
+def score(rows: Sequence[dict[str, Any]], decisions: Sequence[GateDecision]) -> Metrics:
+    """The gate's metrics for ``rows`` given what was recorded of each (pure)."""
+    return {
+        "rows": len(rows),
+        **_half(rows, [d.framed for d in decisions], ""),
+        **_half(rows, [d.content for d in decisions], "content_"),
+    }
+
+
+def objective(rows: Sequence[dict[str, Any]], decisions: Sequence[GateDecision]) -> float:
+    """What a fitted gate threshold maximises: F1 of "recorded" against ``decision`` rows,
+    content only (as ``memory-kernel tune gate``)."""
+    gold = [row["label"] == "decision" for row in rows]
+    return float(binary_metrics([d.content for d in decisions], gold)["f1"])
+
+
+def _wrong(rows: Sequence[dict[str, Any]], chosen: Sequence[bool]) -> list[str]:
+    return [
+        str(row["id"])
+        for rec, row in zip(chosen, rows, strict=True)
+        if rec != (row["label"] == "decision")
+    ]
 
 
 def _confusion(rows: list[dict[str, Any]], results: list[TurnResult]) -> list[dict[str, Any]]:
@@ -111,8 +164,8 @@ def _confusion(rows: list[dict[str, Any]], results: list[TurnResult]) -> list[di
         {
             "label": label,
             "rows": sum(r["label"] == label for r in rows),
-            "recorded": sum(r["label"] == label and _why(x) == "recorded" for r, x in pairs),
-            "not recorded": sum(r["label"] == label and _why(x) != "recorded" for r, x in pairs),
+            "recorded": sum(r["label"] == label and recorded(x) for r, x in pairs),
+            "not recorded": sum(r["label"] == label and not recorded(x) for r, x in pairs),
         }
         for label in _LABELS
     ]
@@ -124,7 +177,7 @@ def _stopped(rows: list[dict[str, Any]], results: list[TurnResult]) -> list[dict
 
 
 async def replay_all(
-    kernel: MemoryKernel, clock: FrozenClock, rows: list[dict[str, Any]], *, agent: str,
+    kernel: MemoryKernel, clock: FrozenClock, rows: Sequence[dict[str, Any]], *, agent: str,
     frame: str | None = None,
 ) -> list[TurnResult]:  # fmt: skip
     """Replay every row as a turn of ``agent``: in ``frame``, or the row's own frame."""
@@ -137,46 +190,54 @@ async def replay_all(
     return results
 
 
-async def run(
-    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None
-) -> SuiteReport:
-    rows = load_rows(data)
+async def _replay_both(
+    rows: Sequence[dict[str, Any]], embedder: Embedder, config: MemoryKernelConfig | None
+) -> tuple[list[TurnResult], list[TurnResult], str]:
+    """Every row replayed with its frame as given and in the decision frame, on one fresh
+    kernel; and a line of the gate's counters."""
     clock = FrozenClock()
     async with eval_kernel(embedder, clock=clock, config=config) as kernel:
         framed = await replay_all(kernel, clock, rows, agent="gate")
         content = await replay_all(kernel, clock, rows, agent="gate-content", frame="decision")
         stats = kernel.stats()
-    main, alt = _score(rows, framed), _score(rows, content)
+    counters = (
+        f"kernel.stats(): informational {stats.informational.reasons}, "
+        f"quality gate {stats.quality_gate.reasons}, duplicate {stats.duplicate.reasons}"
+    )
+    return framed, content, counters
+
+
+async def decide(
+    rows: Sequence[dict[str, Any]], embedder: Embedder, config: MemoryKernelConfig | None = None
+) -> list[GateDecision]:
+    """What was recorded of each row (frame as given, content only)."""
+    framed, content, _ = await _replay_both(rows, embedder, config)
+    return [GateDecision(recorded(f), recorded(c)) for f, c in zip(framed, content, strict=True)]
+
+
+async def run(
+    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None
+) -> SuiteReport:
+    rows = load_rows(data)
+    framed, content, counters = await _replay_both(rows, embedder, config)
+    main, alt = [recorded(r) for r in framed], [recorded(r) for r in content]
+    metrics = score(rows, [GateDecision(f, c) for f, c in zip(main, alt, strict=True)])
     notes = [
         f"rows {len(rows)}; each row replayed as one turn in its own session",
-        f"misclassified (frame as given): {', '.join(main['wrong']) or 'none'}",
-        f"misclassified (content only): {', '.join(alt['wrong']) or 'none'}",
-        f"kernel.stats(): informational {stats.informational.reasons}, "
-        f"quality gate {stats.quality_gate.reasons}, duplicate {stats.duplicate.reasons}",
+        f"misclassified (frame as given): {', '.join(_wrong(rows, main)) or 'none'}",
+        f"misclassified (content only): {', '.join(_wrong(rows, alt)) or 'none'}",
+        counters,
     ]
     return SuiteReport(
         suite="gate",
         data=str(data),
         embedder=embedder.name,
-        metrics={
-            "rows": len(rows),
-            "recorded": main["recorded"],
-            "noise_recorded": main["noise_recorded"],
-            "noise_rate": main["noise_rate"],
-            "decisions_missed": main["decisions_missed"],
-            "missed_rate": main["missed_rate"],
-            "content_noise_rate": alt["noise_rate"],
-            "content_decisions_missed": alt["decisions_missed"],
-        },
+        metrics=metrics,
         tables={
             "confusion": _confusion(rows, framed),
             "what stopped each row (frame as given)": _stopped(rows, framed),
             "what stopped each row (content only)": _stopped(rows, content),
         },
         notes=notes,
-        targets={
-            "noise_rate": "0 (seed: < 0.05)",
-            "decisions_missed": "<= 1 row",
-            "missed_rate": "seed: < 0.05",
-        },
+        targets=targets_for("gate", metrics),
     )

@@ -1,69 +1,187 @@
-"""Knowledge update: after learning an old value and then a new one (no subject), does a
-recall for the topic return the new value first, and is the old one retired?
+"""Knowledge update: after learning an older fact and then a newer one (no subject), is the
+older one retired when the newer one updates it, and kept when it does not?
 
-Two runs: each pair in an agent of its own (the headline, as the data set defines it), and
-all pairs in one shared agent (old values first, then new ones), which also counts facts
-retired by an update that belongs to another pair — over-eager supersession.
+Rows: ``{"qi" | "id", "topic", "old_fact", "new_fact", "expected_current", "label"}`` with
+``label`` ``update`` (the default: the newer fact replaces the older value) or ``distinct``
+(a look-alike that is not an update: both must stay current; ``expected_current`` null). One
+file may mix both.
+
+Headline run: each pair in an agent of its own (so a pair's result does not depend on the
+other pairs): learn old, a day later learn new, then
+
+- update pairs: ``newest_value_at_1`` (a recall for the topic returns the new fact first)
+  and ``stale_still_active`` (the old fact is still current);
+- distinct pairs: ``wrongly_superseded`` (the old fact, admitted, is no longer current) and
+  ``wrongly_merged`` (the new fact was merged into the old one as a duplicate).
+
+A second run puts all pairs in one shared agent (old facts first, then new ones), which also
+counts facts retired by a fact of another pair — over-eager supersession.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
+from memory_kernel.eval._metrics import Metrics
+from memory_kernel.eval.kernel_api import (
+    FactInput,
+    FrozenClock,
+    LearnAction,
+    LearnOutcome,
+    MemoryKernel,
+)
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
-from memory_kernel.kernel import MemoryKernel
-from memory_kernel.models.facts import FactInput
+from memory_kernel.eval.targets import targets_for
 from memory_kernel.protocols import Embedder
-from memory_kernel.testing import FrozenClock
 
-__all__ = ["load_pairs", "run"]
+__all__ = ["KuCheck", "KuPair", "decide", "load_pairs", "run", "score"]
+
+LABELS = ("update", "distinct")
 
 
-def load_pairs(path: Path) -> list[dict[str, str]]:
+class KuPair(NamedTuple):
+    id: str
+    topic: str
+    old_fact: str
+    new_fact: str
+    expected_current: str | None
+    label: str  # update | distinct
+    kind: str = ""
+
+
+class KuCheck(NamedTuple):
+    """What became of one pair after both facts were learned."""
+
+    top_is_new: bool  # the topic's first search hit is the new fact
+    old_current: bool  # the old fact is still current
+    old_admitted: bool
+    new_action: str  # the LearnAction of the new fact
+    old_status: str
+    top: str
+
+    @property
+    def merged(self) -> bool:
+        return self.new_action == LearnAction.REINFORCED.value
+
+
+def _pair(row: dict[str, Any]) -> KuPair:
+    key = row["qi"] if "qi" in row else row["id"]
+    label = str(row.get("label") or "update")
+    if label not in LABELS:
+        raise ValueError(f"label {label!r} is not one of {LABELS}")
+    current = row.get("expected_current")
+    return KuPair(
+        id=str(key), topic=str(row["topic"]), old_fact=str(row["old_fact"]),
+        new_fact=str(row["new_fact"]), expected_current=None if current is None else str(current),
+        label=label, kind=str(row.get("kind") or ""),
+    )  # fmt: skip
+
+
+def load_pairs(path: Path) -> list[KuPair]:
     try:
         rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
-        return [
-            {k: str(r[k]) for k in ("qi", "topic", "old_fact", "new_fact", "expected_current")}
-            for r in rows
-        ]
-    except (OSError, ValueError, KeyError) as exc:
+        pairs = [_pair(row) for row in rows]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"cannot read knowledge-update pairs from {path}: {exc}") from exc
-
-
-async def _check(
-    kernel: MemoryKernel, agent_of: list[str], pairs: list[dict[str, str]],
-    ids: list[tuple[uuid.UUID, uuid.UUID]],
-) -> list[dict[str, object]]:  # fmt: skip
-    rows = []
-    facts = kernel.heart.facts
-    for agent, pair, (old_id, new_id) in zip(agent_of, pairs, ids, strict=True):
-        hits = await facts.search(agent, pair["topic"], k=5)
-        old = await facts.get(old_id, agent_id=agent)
-        rows.append({
-            "qi": pair["qi"],
-            "top_is_new": bool(hits) and hits[0].fact.id == new_id,
-            "old_active": old.is_current,
-            "old_status": old.status.value,
-            "top": hits[0].fact.content if hits else "",
-        })  # fmt: skip
-    return rows
+    ids = Counter(p.id for p in pairs)
+    if len(ids) != len(pairs):
+        raise ConfigError(f"{path}: duplicate ids {[k for k, v in ids.items() if v > 1][:5]}")
+    return pairs
 
 
 async def _learn(
-    kernel: MemoryKernel, clock: FrozenClock, agent_of: list[str], pairs: list[dict[str, str]]
-) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    kernel: MemoryKernel, clock: FrozenClock, agent_of: list[str], pairs: Sequence[KuPair]
+) -> list[tuple[LearnOutcome, LearnOutcome]]:
     facts = kernel.heart.facts
-    olds = [await facts.learn(FactInput(agent_id=a, content=p["old_fact"]))
+    olds = [await facts.learn(FactInput(agent_id=a, content=p.old_fact))
             for a, p in zip(agent_of, pairs, strict=True)]  # fmt: skip
     clock.advance(days=1)
-    news = [await facts.learn(FactInput(agent_id=a, content=p["new_fact"]))
+    news = [await facts.learn(FactInput(agent_id=a, content=p.new_fact))
             for a, p in zip(agent_of, pairs, strict=True)]  # fmt: skip
-    return [(o.fact.id, n.fact.id) for o, n in zip(olds, news, strict=True)]
+    return list(zip(olds, news, strict=True))
+
+
+async def _check(
+    kernel: MemoryKernel, agent_of: list[str], pairs: Sequence[KuPair],
+    learned: list[tuple[LearnOutcome, LearnOutcome]],
+) -> list[KuCheck]:  # fmt: skip
+    checks = []
+    facts = kernel.heart.facts
+    for agent, pair, (old, new) in zip(agent_of, pairs, learned, strict=True):
+        hits = await facts.search(agent, pair.topic, k=5)
+        after = await facts.get(old.fact.id, agent_id=agent)
+        checks.append(KuCheck(
+            top_is_new=bool(hits) and hits[0].fact.id == new.fact.id,
+            old_current=after.is_current,
+            old_admitted=old.action is not LearnAction.REJECTED,
+            new_action=new.action.value,
+            old_status=after.status.value,
+            top=hits[0].fact.content if hits else "",
+        ))  # fmt: skip
+    return checks
+
+
+async def _alone(
+    kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair]
+) -> list[KuCheck]:
+    agents = [f"ku-{n}" for n in range(len(pairs))]
+    return await _check(kernel, agents, pairs, await _learn(kernel, clock, agents, pairs))
+
+
+async def decide(
+    pairs: Sequence[KuPair], embedder: Embedder, config: MemoryKernelConfig | None = None
+) -> list[KuCheck]:
+    """Each pair learned in an agent of its own on a fresh kernel: what became of it."""
+    clock = FrozenClock()
+    async with eval_kernel(embedder, clock=clock, config=config) as kernel:
+        return await _alone(kernel, clock, pairs)
+
+
+def _rate(count: int, total: int) -> float:
+    return round(count / total, 4) if total else 0.0
+
+
+def score(pairs: Sequence[KuPair], checks: Sequence[KuCheck], *, prefix: str = "") -> Metrics:
+    """Metrics of ``pairs`` given what became of each (pure): the update measures when there
+    are update pairs, the look-alike measures when there are distinct pairs."""
+    both = list(zip(pairs, checks, strict=True))
+    updates = [c for p, c in both if p.label == "update"]
+    distinct = [c for p, c in both if p.label == "distinct"]
+    metrics: Metrics = {} if prefix else {
+        "pairs": len(pairs), "update_pairs": len(updates), "distinct_pairs": len(distinct),
+    }  # fmt: skip
+    if updates:
+        newest = sum(c.top_is_new for c in updates)
+        metrics[f"{prefix}newest_value_at_1"] = newest
+        metrics[f"{prefix}newest_value_at_1_rate"] = _rate(newest, len(updates))
+        metrics[f"{prefix}stale_still_active"] = sum(c.old_current for c in updates)
+    if distinct:
+        retired = sum(c.old_admitted and not c.old_current for c in distinct)
+        merged = sum(c.merged for c in distinct)
+        metrics[f"{prefix}wrongly_superseded"] = retired
+        metrics[f"{prefix}wrongly_superseded_rate"] = _rate(retired, len(distinct))
+        metrics[f"{prefix}wrongly_merged"] = merged
+        metrics[f"{prefix}wrongly_merged_rate"] = _rate(merged, len(distinct))
+    if not prefix:
+        metrics["old_not_admitted"] = sum(not c.old_admitted for c in checks)
+    return metrics
+
+
+def _table(pairs: Sequence[KuPair], checks: Sequence[KuCheck]) -> list[dict[str, object]]:
+    return [
+        {"id": p.id, "label": p.label, "kind": p.kind, "top_is_new": c.top_is_new,
+         "old_active": c.old_current, "old_status": c.old_status, "new_action": c.new_action,
+         "top": c.top}
+        for p, c in zip(pairs, checks, strict=True)
+    ]  # fmt: skip
 
 
 async def run(
@@ -74,27 +192,27 @@ async def run(
         raise ConfigError(f"no knowledge-update pairs in {data}")
     clock = FrozenClock()
     async with eval_kernel(embedder, clock=clock, config=config) as kernel:
-        own = [f"ku-{n}" for n in range(len(pairs))]
-        alone = await _check(kernel, own, pairs, await _learn(kernel, clock, own, pairs))
+        alone = await _alone(kernel, clock, pairs)
         shared_agent = ["ku-shared"] * len(pairs)
-        ids = await _learn(kernel, clock, shared_agent, pairs)
-        shared = await _check(kernel, shared_agent, pairs, ids)
-        wrong = await _cross_retired(kernel, ids)
+        learned = await _learn(kernel, clock, shared_agent, pairs)
+        shared = await _check(kernel, shared_agent, pairs, learned)
+        wrong = await _cross_retired(kernel, [(o.fact.id, n.fact.id) for o, n in learned])
+    metrics = score(pairs, alone)
+    metrics.update(score(pairs, shared, prefix="shared_"))
+    metrics["shared_retired_by_other_pair"] = wrong
     return SuiteReport(
         suite="ku",
         data=str(data),
         embedder=embedder.name,
-        metrics={
-            "pairs": len(pairs),
-            "newest_value_at_1": sum(bool(r["top_is_new"]) for r in alone),
-            "stale_still_active": sum(bool(r["old_active"]) for r in alone),
-            "shared_newest_value_at_1": sum(bool(r["top_is_new"]) for r in shared),
-            "shared_stale_still_active": sum(bool(r["old_active"]) for r in shared),
-            "shared_retired_by_other_pair": wrong,
-        },
-        tables={"pairs": alone, "shared_agent": shared},
-        notes=["newest_value_at_1 counts pairs whose top search hit for the topic is the new fact"],
-        targets={"newest_value_at_1": f"= {len(pairs)}", "stale_still_active": "0"},
+        metrics=metrics,
+        tables={"pairs": _table(pairs, alone), "shared_agent": _table(pairs, shared)},
+        notes=[
+            "newest_value_at_1 counts update pairs whose top search hit for the topic is the "
+            "new fact; wrongly_superseded counts distinct pairs whose admitted old fact is no "
+            "longer current after the new one was learned",
+            "shared_*: every pair in one agent (old facts first, then new ones)",
+        ],
+        targets=targets_for("ku", metrics),
     )
 
 

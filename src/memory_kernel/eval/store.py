@@ -106,5 +106,8 @@ async def eval_kernel(
             try:
                 yield kernel
             finally:
+                # A passive prefetch of the last turn may still be reading: stop it before its
+                # tables go, or it logs "relation does not exist" errors.
+                await kernel.context.close()
                 async with kernel.database.transaction() as conn:
                     await conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))

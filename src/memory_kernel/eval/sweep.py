@@ -35,12 +35,11 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval import dedup, gate, stsb
 from memory_kernel.eval._metrics import binary_metrics
+from memory_kernel.eval.kernel_api import FrozenClock
 from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel, eval_server
-from memory_kernel.models.facts import LearnAction
 from memory_kernel.protocols import Embedder
-from memory_kernel.testing import FrozenClock
 
 __all__ = ["COSINE", "SWEEPS", "SweepSpec", "best_value", "override", "parse_values", "sweep"]
 
@@ -121,7 +120,7 @@ async def _dedup_decisions(
     _, pairs = dedup.load_pairs(data)
     if not pairs:
         raise ConfigError(f"no dedup pairs in {data}")
-    gold = [p[3] for p in pairs]
+    gold = [p.same for p in pairs]
     if param == COSINE:
         scores = await dedup.cosines(pairs, embedder)
         return gold, [[s >= v for s in scores] for v in values]
@@ -130,7 +129,7 @@ async def _dedup_decisions(
         for value in values:
             cfg = override(MemoryKernelConfig(), param, value)
             outcomes = await dedup.decide(pairs, embedder, config=cfg)
-            rows.append([o.action is LearnAction.REINFORCED for o in outcomes])
+            rows.append(dedup.merged(outcomes))
             advance(1)
     return gold, rows
 
@@ -148,7 +147,7 @@ async def _gate_decisions(
                 results = await gate.replay_all(
                     kernel, clock, rows, agent="gate-content", frame="decision"
                 )
-            predicted.append([r.decision is not None or bool(r.explicit) for r in results])
+            predicted.append([gate.recorded(r) for r in results])
             advance(1)
     return [row["label"] == "decision" for row in rows], predicted
 

@@ -1,0 +1,108 @@
+"""What ``eval --folds`` fits per suite: the rows, their strata and the :class:`Fittable`.
+
+- ``gate``: ``brain.min_description_chars`` (the ``tune gate`` parameter), F1 content only;
+- ``dedup``: ``heart.fact_dedup_similarity`` (the ``tune dedup`` parameter), F1 of merges;
+- ``admission``, ``ku``: no tunable parameter, the fixed rules per fold.
+
+Threshold grids are the ``memory-kernel tune`` defaults plus today's default value, so a
+fold may keep the current setting. To cross-validate a learned scorer instead, return it as
+the setup's ``model`` here: the harness (``eval/cv.py``) does not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from memory_kernel.config import MemoryKernelConfig
+from memory_kernel.eval import admission, dedup, gate, ku
+from memory_kernel.eval._metrics import binary_metrics
+from memory_kernel.eval.cv import CvSetup
+from memory_kernel.eval.fittable import (
+    FixedClassifier,
+    NoParams,
+    SuiteRules,
+    Threshold,
+    ThresholdClassifier,
+)
+from memory_kernel.eval.sweep import SWEEPS, parse_values
+from memory_kernel.protocols import Embedder
+
+__all__ = ["SETUPS", "grid_with_default"]
+
+
+def grid_with_default(suite: str) -> tuple[str, list[float]]:
+    """The swept parameter of ``suite`` and its ``tune`` grid with today's default added."""
+    spec = SWEEPS[suite]
+    section, _, field = spec.param.partition(".")
+    default = float(getattr(getattr(MemoryKernelConfig(), section), field))
+    return spec.param, sorted({*parse_values(spec.values), default})
+
+
+def _gate(data: Path, embedder: Embedder) -> CvSetup[dict[str, Any], Threshold]:
+    rows = gate.load_rows(data)
+
+    async def decide(
+        chosen: Sequence[dict[str, Any]], config: MemoryKernelConfig
+    ) -> list[gate.GateDecision]:
+        return await gate.decide(chosen, embedder, config)
+
+    rules = SuiteRules(decide=decide, score=gate.score, key=lambda row: str(row["id"]))
+    param, grid = grid_with_default("gate")
+    model = ThresholdClassifier(
+        rules, param=param, grid=grid, objective=gate.objective,
+        objective_name=SWEEPS["gate"].objective,
+        objective_detail="recorded vs decision, content only",
+    )  # fmt: skip
+    return CvSetup(rows, [str(r["label"]) for r in rows], model, "label (decision / noise)")
+
+
+def _merge_f1(pairs: Sequence[dedup.Pair], merges: Sequence[bool]) -> float:
+    return float(binary_metrics(merges, [p.same for p in pairs])["f1"])
+
+
+def _dedup(data: Path, embedder: Embedder) -> CvSetup[dedup.Pair, Threshold]:
+    _, pairs = dedup.load_pairs(data)
+
+    async def decide(chosen: Sequence[dedup.Pair], config: MemoryKernelConfig) -> list[bool]:
+        return dedup.merged(await dedup.decide(chosen, embedder, config=config))
+
+    rules = SuiteRules(decide=decide, score=dedup.score, key=lambda pair: pair.id)
+    param, grid = grid_with_default("dedup")
+    model = ThresholdClassifier(
+        rules, param=param, grid=grid, objective=_merge_f1,
+        objective_name=SWEEPS["dedup"].objective, objective_detail="merged vs same meaning",
+    )  # fmt: skip
+    labels = ["same" if p.same else "apart" for p in pairs]
+    return CvSetup(pairs, labels, model, "label (same / apart)")
+
+
+def _admission(data: Path, embedder: Embedder) -> CvSetup[admission.Row, NoParams]:
+    rows = admission.load_rows(data)
+
+    async def decide(chosen: Sequence[admission.Row], config: MemoryKernelConfig) -> list[bool]:
+        return await admission.decide(chosen, embedder, config)
+
+    rules = SuiteRules(decide=decide, score=admission.score, key=lambda row: str(row["id"]))
+    labels = [str(r["label"]) for r in rows]
+    return CvSetup(rows, labels, FixedClassifier(rules), "label (admit / reject)")
+
+
+def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, NoParams]:
+    pairs = ku.load_pairs(data)
+
+    async def decide(chosen: Sequence[ku.KuPair], config: MemoryKernelConfig) -> list[ku.KuCheck]:
+        return await ku.decide(chosen, embedder, config)
+
+    rules = SuiteRules(decide=decide, score=ku.score, key=lambda pair: pair.id)
+    labels = [p.label for p in pairs]
+    return CvSetup(pairs, labels, FixedClassifier(rules), "label (update / distinct)")
+
+
+SETUPS: dict[str, Callable[[Path, Embedder], CvSetup[Any, Any]]] = {
+    "gate": _gate,
+    "dedup": _dedup,
+    "admission": _admission,
+    "ku": _ku,
+}

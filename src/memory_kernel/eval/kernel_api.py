@@ -1,0 +1,33 @@
+"""Everything the quality suites (gate, admission, dedup, ku) and the sweeps take from the
+library, in one place.
+
+The suites measure the classifiers (fact admission, dedup and supersession, the decision
+gate) only through these stable entry points: the kernel's public hooks and its
+``heart.facts`` service, their input/output models, and the embedding helper. None of them
+imports a classifier module (``heart/facts/*``, ``brain/*``, ``heart/episodes/*``) directly,
+so when those are restructured this is the one file to repoint. A classifier's pure function
+that a suite wants to call directly (e.g. a future learned scorer's features) belongs here
+too.
+"""
+
+from __future__ import annotations
+
+from memory_kernel.embeddings import embed_checked
+from memory_kernel.kernel import MemoryKernel
+from memory_kernel.models.facts import Fact, FactInput, LearnAction, LearnOutcome
+from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome, TurnResult
+from memory_kernel.testing import FrozenClock
+
+__all__ = [
+    "Fact",
+    "FactInput",
+    "FrozenClock",
+    "LearnAction",
+    "LearnOutcome",
+    "MemoryKernel",
+    "ToolResult",
+    "TurnInput",
+    "TurnOutcome",
+    "TurnResult",
+    "embed_checked",
+]
