@@ -50,13 +50,14 @@ _CONNECT_ATTEMPTS = 5
 _CONNECT_BACKOFF_S = 0.05
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Unit:
-    """An open unit of work: its connection, and whether nested units are savepoints."""
+    """An open unit of work: its connection, whether nested units are savepoints, and the
+    task that opened it."""
 
     conn: AsyncConnection
     savepoints: bool
-    open: bool = True
+    task: asyncio.Task[Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +124,7 @@ class Database:
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
         """The unit of work: commits on success, rolls back on any exception.
 
-        A call made inside an open unit (of this task or of a task it started) joins it:
+        A call made inside an open unit of the same task joins it:
         same connection, same transaction, so a public call nested in another one (``post_turn``
         learning a fact) commits or rolls back with it. Inside a :meth:`rehearse` block a
         nested unit is a savepoint, so a failed one leaves nothing, as a failed real
@@ -168,19 +169,20 @@ class Database:
                 await outer.rollback()
 
     def _current(self) -> _Unit | None:
+        # Only the task that opened a unit joins it: a task started inside it (a background
+        # worker, a host's concurrent call) gets a unit of its own, never a connection that
+        # another task is using or a transaction that may end under it.
         unit = self._unit.get()
-        return unit if unit is not None and unit.open else None
+        if unit is None or unit.task is not asyncio.current_task():
+            return None
+        return unit
 
     @asynccontextmanager
     async def _opened(self, conn: AsyncConnection, *, savepoints: bool) -> AsyncIterator[None]:
-        unit = _Unit(conn, savepoints)
-        token = self._unit.set(unit)
+        token = self._unit.set(_Unit(conn, savepoints, asyncio.current_task()))
         try:
             yield
         finally:
-            # Closed first: a task started inside the unit that outlives it (a background
-            # worker) must not join a transaction that has ended.
-            unit.open = False
             self._unit.reset(token)
 
     @asynccontextmanager
