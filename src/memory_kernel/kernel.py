@@ -22,7 +22,7 @@ from memory_kernel.models.consolidation import ConsolidationReport
 from memory_kernel.models.context import MemoryHit, SearchType
 from memory_kernel.models.decisions import GateStats
 from memory_kernel.models.turns import TurnContext, TurnHandle, TurnInput, TurnOutcome, TurnResult
-from memory_kernel.protocols import Clock, Embedder, SystemClock
+from memory_kernel.protocols import CheckedClock, Clock, Embedder, SystemClock
 from memory_kernel.runtime import Runtime
 from memory_kernel.storage.database import Database, ServerInfo
 from memory_kernel.storage.embedded import EmbeddedServer
@@ -54,8 +54,10 @@ class MemoryKernel:
         self.embedder = embedder
         self.clock = clock
         self._db = database
+        # Every part reads time through the runtime: a bad reading fails there, typed.
+        checked = clock if isinstance(clock, CheckedClock) else CheckedClock(clock)
         self._runtime = Runtime(
-            db=database, embedder=embedder, clock=clock, config=config, judge=judge
+            db=database, embedder=embedder, clock=checked, config=config, judge=judge
         )
         #: Facts and episodes.
         self.heart = Heart(self._runtime)
@@ -85,7 +87,9 @@ class MemoryKernel:
         """Open a store: ``dsn`` (or ``MEMORY_KERNEL_DSN``), else the embedded server.
 
         On open the pgvector extension is created if missing, the schema is migrated to
-        head, and the embedder is checked against the one the store was built with.
+        head, and the embedder is checked against the one the store was built with. The
+        ``clock`` is checked on open and at every reading: a naive datetime, or one outside
+        the years 1900-9000, raises ``ConfigError`` (``protocols.CheckedClock``).
         """
         return _Opening(
             cls,
@@ -227,9 +231,10 @@ async def _open(
     config = config or MemoryKernelConfig()
     embedder = embedder or HashingEmbedder()
     clock = clock or SystemClock()
+    now = CheckedClock(clock).now()  # a broken clock fails here, before any server starts
     database = await Database.open(dsn, config.storage, data_dir=data_dir)
     try:
-        await database.bind_embedder(embedder.name, embedder.dim, clock.now())
+        await database.bind_embedder(embedder.name, embedder.dim, now)
     except BaseException:
         await database.close()
         raise

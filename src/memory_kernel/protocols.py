@@ -12,10 +12,19 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from memory_kernel.errors import ConfigError
+
 if TYPE_CHECKING:  # type-only: protocols stay a leaf module (no import cycles)
     from memory_kernel.models.context import ContextRequest, NodeContent
 
-__all__ = ["Clock", "ContextNodeProvider", "Embedder", "SystemClock", "TokenCounter"]
+__all__ = [
+    "CheckedClock",
+    "Clock",
+    "ContextNodeProvider",
+    "Embedder",
+    "SystemClock",
+    "TokenCounter",
+]
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -59,6 +68,36 @@ class SystemClock:
 
     def now(self) -> datetime:
         return datetime.now(UTC)
+
+
+class CheckedClock:
+    """The kernel's view of the caller's clock: every reading is checked.
+
+    A naive datetime would be stored as if it were UTC and make later comparisons with aware
+    ones raise; a time near ``datetime.min``/``max`` overflows the windows the library adds
+    and subtracts. Either is a broken clock: ``ConfigError``, before anything is written.
+    """
+
+    #: The readings accepted, from EARLIEST (inclusive) to LATEST (exclusive).
+    EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+    LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def now(self) -> datetime:
+        value = self.clock.now()
+        if not isinstance(value, datetime) or value.utcoffset() is None:
+            raise ConfigError(
+                f"the clock {type(self.clock).__name__} returned {value!r:.80}: Clock.now() "
+                "must return a timezone-aware datetime, e.g. datetime.now(UTC)"
+            )
+        if not self.EARLIEST <= value < self.LATEST:
+            raise ConfigError(
+                f"the clock {type(self.clock).__name__} returned {value.isoformat()}, outside "
+                f"{self.EARLIEST.year}-{self.LATEST.year}"
+            )
+        return value
 
 
 @runtime_checkable

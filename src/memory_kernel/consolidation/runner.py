@@ -72,15 +72,19 @@ class Consolidator:
             raise ValidationError("concurrency must be a positive integer")
         started, t0 = self._rt.clock.now(), time.monotonic()
         if agent_ids is None:
+            # Stored ids are not checked again: one written before the id policy tightened
+            # (docs/integration.md, "Ids") must not stop every other agent's run.
             async with self._rt.db.connection() as conn:
                 agent_ids = await repo.active_agents(conn)
+        else:
+            agent_ids = [check_agent_id(a) for a in agent_ids]
         gate = asyncio.Semaphore(limit)
 
         async def one(agent_id: str) -> AgentConsolidation:
             async with gate:
                 return await self._agent(agent_id, dry_run=dry_run, progress=progress)
 
-        results = await asyncio.gather(*(one(check_agent_id(a)) for a in agent_ids))
+        results = await asyncio.gather(*(one(a) for a in agent_ids))
         if not dry_run:
             await rebalance(self._rt.db, self._rt.clock.now())
             # Whatever the index worker has not reached yet (or all, if it is off).

@@ -1,25 +1,24 @@
 """Base classes of the public models.
 
 Inputs raise :class:`memory_kernel.errors.ValidationError` (not pydantic's) so callers catch
-one error tree; outputs are frozen so nobody mistakes them for live rows.
+one error tree — from the constructor and from ``model_validate``/``model_validate_json``
+alike; outputs are frozen so nobody mistakes them for live rows.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
 from memory_kernel.errors import ValidationError
 
-__all__ = ["InputModel", "OutputModel"]
+__all__ = ["InputModel", "OutputModel", "ReturnedModel"]
 
 
-class InputModel(BaseModel):
-    """A validated, frozen input; invalid data raises ``memory_kernel.errors.ValidationError``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+class _Checked(BaseModel):
+    """Every way of building the model raises ``memory_kernel.errors.ValidationError``."""
 
     def __init__(self, /, **data: Any) -> None:
         try:
@@ -27,9 +26,36 @@ class InputModel(BaseModel):
         except PydanticValidationError as exc:
             raise ValidationError(_summary(exc)) from exc
 
+    @classmethod
+    def model_validate(cls, *args: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate(*args, **kwargs)
+        except PydanticValidationError as exc:
+            raise ValidationError(_summary(exc)) from exc
+
+    @classmethod
+    def model_validate_json(cls, *args: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate_json(*args, **kwargs)
+        except PydanticValidationError as exc:
+            raise ValidationError(_summary(exc)) from exc
+
+
+class InputModel(_Checked):
+    """A validated, frozen input; invalid data raises ``memory_kernel.errors.ValidationError``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
 
 class OutputModel(BaseModel):
     """A frozen result the library returns."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ReturnedModel(_Checked):
+    """A frozen result the caller hands back later, perhaps rebuilt from a checkpoint
+    (``TurnHandle``): validated like an input, since it may come from anywhere."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

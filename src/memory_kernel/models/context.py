@@ -7,10 +7,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictInt, field_validator
 
 from memory_kernel.models.base import InputModel, OutputModel
-from memory_kernel.validation import check_agent_id, check_text
+from memory_kernel.validation import check_agent_id, check_json, check_mode, check_text
 
 __all__ = [
     "AssembledContext",
@@ -27,7 +27,10 @@ __all__ = [
 
 # A turn's message / recent message / tool result: a chat turn, not a document.
 _MAX_TEXT_BYTES = 1024 * 1024
-_MAX_BUDGET = 1_000_000
+#: Largest token budget of one turn's context.
+MAX_TOKEN_BUDGET = 1_000_000
+# Signals and classification: a few hints for the relevance rules (UTF-8 JSON).
+_MAX_SIGNALS_BYTES = 64 * 1024
 
 
 class MemorySource(StrEnum):
@@ -143,7 +146,7 @@ class ContextRequest(InputModel):
     recent_messages: list[str] = Field(default_factory=list)
     tool_results: list[str] = Field(default_factory=list)
     gists: list[str] | None = None
-    token_budget: int | None = Field(default=None, ge=1, le=_MAX_BUDGET)
+    token_budget: StrictInt | None = Field(default=None, ge=1, le=MAX_TOKEN_BUDGET)
 
     @field_validator("agent_id")
     @classmethod
@@ -159,6 +162,17 @@ class ContextRequest(InputModel):
     @classmethod
     def _message(cls, value: str) -> str:
         return check_text(value, field="message", max_bytes=_MAX_TEXT_BYTES)
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        return check_mode(value)
+
+    @field_validator("signals", "classification")
+    @classmethod
+    def _hints(cls, value: dict[str, Any], info: Any) -> dict[str, Any]:
+        check_json(value, field=info.field_name, max_bytes=_MAX_SIGNALS_BYTES)
+        return value
 
     @field_validator("recent_messages", "tool_results")
     @classmethod

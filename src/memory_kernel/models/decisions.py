@@ -7,11 +7,17 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictFloat, field_validator
 
 from memory_kernel.models.base import InputModel, OutputModel
 from memory_kernel.models.enums import Stakes
-from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
+from memory_kernel.validation import (
+    MAX_METADATA_BYTES,
+    check_agent_id,
+    check_json,
+    check_text,
+    check_unit_interval,
+)
 
 __all__ = [
     "PLACEHOLDER_CONFIDENCE",
@@ -48,7 +54,7 @@ class DecisionInput(InputModel):
     session_id: str
     description: str
     reasoning: str | None = None
-    confidence: float = PLACEHOLDER_CONFIDENCE
+    confidence: StrictFloat = PLACEHOLDER_CONFIDENCE
     stakes: Stakes = Stakes.MEDIUM
     category: str | None = None
     frame: str | None = None
@@ -74,6 +80,12 @@ class DecisionInput(InputModel):
     @classmethod
     def _confidence(cls, value: float) -> float:
         return check_unit_interval(value, field="confidence")
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_json(value, field="metadata", max_bytes=MAX_METADATA_BYTES)
+        return value
 
 
 class Decision(OutputModel):

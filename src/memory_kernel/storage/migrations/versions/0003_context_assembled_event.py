@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003"
@@ -40,8 +39,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    # The old constraint cannot hold context reports; they are diagnostics, not memory, so
-    # dropping them is the only loss of going back.
-    op.execute(sa.text("DELETE FROM memory_events WHERE event = 'context_assembled'"))
+    # The context reports written since are kept (a round trip loses no row,
+    # docs/reliability.md): the old rule comes back for new rows only — NOT VALID skips the
+    # rows already there — and upgrade() validates the wider rule again.
     op.drop_constraint(CONSTRAINT, "memory_events", type_="check")
-    op.create_check_constraint(CONSTRAINT, "memory_events", _in("event", EVENTS_0002))
+    op.create_check_constraint(
+        CONSTRAINT, "memory_events", _in("event", EVENTS_0002), postgresql_not_valid=True
+    )
