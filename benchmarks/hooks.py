@@ -22,6 +22,8 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -88,15 +90,28 @@ async def seed(kernel: MemoryKernel, count: int, clock: FrozenClock) -> None:
         await conn.execute(text("ANALYZE decisions"))
 
 
-def fresh_ids(captured: list[Captured]) -> set[uuid.UUID]:
-    """Ids the turn created (they appear in INSERT parameters) — remapped on replay."""
-    found: set[uuid.UUID] = set()
-    for hook in captured:
-        for sql, params, many in hook.statements:
-            if sql.lstrip().upper().startswith("INSERT"):
-                for row in params if many else [params]:
-                    found |= {p for p in row if isinstance(p, uuid.UUID)}
-    return found
+@dataclass
+class Minted:
+    """Ids the turn created — remapped on replay. Recorded as ``uuid.uuid4`` hands them out:
+    an insert's parameters alone cannot tell a new id from an existing one (a statement that
+    updates a reused episode and inserts its event carries both)."""
+
+    ids: set[uuid.UUID] = field(default_factory=set)
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        mint = uuid.uuid4
+
+        def recorded() -> uuid.UUID:
+            new = mint()
+            self.ids.add(new)
+            return new
+
+        uuid.uuid4 = recorded
+        try:
+            yield
+        finally:
+            uuid.uuid4 = mint
 
 
 def remap(row: Any, mapping: dict[uuid.UUID, uuid.UUID]) -> list[Any]:
@@ -163,17 +178,19 @@ async def measure(
             )
             pre.statements.clear()
             post.statements.clear()
-            event.listen(engine, "before_cursor_execute", pre.listener)
-            t0 = time.perf_counter()
-            ctx = await kernel.pre_turn(turn)
-            t1 = time.perf_counter()
-            event.remove(engine, "before_cursor_execute", pre.listener)
-            event.listen(engine, "before_cursor_execute", post.listener)
-            t2 = time.perf_counter()
-            await kernel.post_turn(ctx.turn, outcome)
-            t3 = time.perf_counter()
-            event.remove(engine, "before_cursor_execute", post.listener)
-            floor = await replay(driver, prepared, [pre, post], fresh_ids([pre, post]))
+            minted = Minted()
+            with minted.watching():
+                event.listen(engine, "before_cursor_execute", pre.listener)
+                t0 = time.perf_counter()
+                ctx = await kernel.pre_turn(turn)
+                t1 = time.perf_counter()
+                event.remove(engine, "before_cursor_execute", pre.listener)
+                event.listen(engine, "before_cursor_execute", post.listener)
+                t2 = time.perf_counter()
+                await kernel.post_turn(ctx.turn, outcome)
+                t3 = time.perf_counter()
+                event.remove(engine, "before_cursor_execute", post.listener)
+            floor = await replay(driver, prepared, [pre, post], minted.ids)
             if i >= warmup:
                 times["pre"].append((t1 - t0) * 1000)
                 times["post"].append((t3 - t2) * 1000)

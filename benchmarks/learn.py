@@ -38,9 +38,9 @@ from machine import cpu_ns_per_step
 from sqlalchemy import event, text
 
 from memory_kernel import MemoryKernel, MemoryKernelConfig
-from memory_kernel.heart.facts import repository
 from memory_kernel.models.facts import FactInput
 from memory_kernel.storage.partitions import rebalance
+from memory_kernel.storage.tables import facts
 
 _SYLLABLES = "ka lo mi ne ru sa ti vo be da fe gu ha ji ko lu ma no pe qu ri so tu ve wa"
 _VERBS = ("owns", "reviews", "maintains", "monitors", "migrates", "documents", "tests")
@@ -73,7 +73,7 @@ async def _seed(kernel: MemoryKernel, agent: str, n: int, rng: random.Random) ->
         vectors = await kernel.embedder.embed(texts)
         rows = [_seed_row(agent, t, v, now) for t, v in zip(texts, vectors, strict=True)]
         async with kernel.database.transaction() as conn:
-            await repository.insert_facts(conn, rows)
+            await conn.execute(facts.insert(), rows)
 
 
 def _seed_row(agent: str, content: str, vector: np.ndarray, now: Any) -> dict[str, Any]:
@@ -170,7 +170,7 @@ def _statement_name(statement: str) -> str:
     if "SET indexed = true" in text:
         return "index worker batch (background)"
     if "pg_advisory_xact_lock" in text:
-        return "BEGIN + lock + planner settings"
+        return "lock"
     if "LATERAL" in text or "subject_key = ANY" in text:
         return "read: kNN + same-subject"
     if "INSERT INTO facts" in text or "UPDATE facts" in text:
