@@ -219,10 +219,8 @@ async def test_post_turn_is_atomic_when_a_write_fails(kernel: MemoryKernel) -> N
 async def test_cancelled_post_turn_leaves_nothing_half_written(kernel: MemoryKernel) -> None:
     ctx = await kernel.pre_turn(_turn())
     before = await _counts(kernel)
-    # Hold the episode row so post_turn blocks on its last write, after the others. The
-    # blocker is another client (a plain engine connection): post_turn started inside a
-    # unit of work of the kernel would join that unit instead of waiting for it.
-    async with kernel.database.engine.begin() as blocker:
+    # Hold the episode row so post_turn blocks on its last write, after the others.
+    async with kernel.database.transaction() as blocker:
         await blocker.execute(
             select(episodes.c.id)
             .where(episodes.c.agent_id == AGENT, episodes.c.id == ctx.turn.episode_id)
