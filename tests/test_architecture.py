@@ -75,9 +75,7 @@ def _private_uses(path: Path) -> list[str]:
 
 
 def test_no_private_name_of_another_library_is_used() -> None:
-    offenders = {
-        str(p.relative_to(PACKAGE)): uses for p in SOURCES if (uses := _private_uses(p))
-    }
+    offenders = {str(p.relative_to(PACKAGE)): uses for p in SOURCES if (uses := _private_uses(p))}
     assert offenders == {}
 
 

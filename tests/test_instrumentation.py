@@ -20,11 +20,11 @@ def spans() -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    AsyncPGInstrumentor().instrument(tracer_provider=provider)
+    AsyncPGInstrumentor().instrument(tracer_provider=provider)  # type: ignore[no-untyped-call]
     try:
         yield exporter
     finally:
-        AsyncPGInstrumentor().uninstrument()
+        AsyncPGInstrumentor().uninstrument()  # type: ignore[no-untyped-call]
         SQLAlchemyInstrumentor().uninstrument()
 
 

@@ -44,7 +44,7 @@ __all__ = [
     "tiers",
 ]
 
-AnyRow = Row[Any]
+AnyRow = Row[*tuple[Any, ...]]
 
 #: Which rows take part in vector search, per table.
 SEARCHABLE: dict[str, str] = {
