@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from asyncpg.connection import Connection
 from asyncpg.prepared_stmt import PreparedStatement
 from asyncpg.transaction import Transaction
 from machine import cpu_ns_per_step
@@ -190,10 +189,6 @@ def _step(query: str) -> str:
     return " ".join(query.split()[:4])
 
 
-def _by_query(_conn: Any, args: tuple[Any, ...]) -> str:
-    return _step(args[0])
-
-
 @contextmanager
 def round_trip_timer(breakdown: Breakdown) -> Iterator[None]:
     """Time asyncpg's round trips (BEGIN, each statement, COMMIT) while the block runs."""
@@ -201,8 +196,6 @@ def round_trip_timer(breakdown: Breakdown) -> Iterator[None]:
         (Transaction, "start", lambda *_: "BEGIN"),
         (Transaction, "commit", lambda *_: "COMMIT (WAL flush)"),
         (PreparedStatement, "fetch", lambda s, _: _step(s.get_query())),
-        (Connection, "fetch", _by_query),
-        (Connection, "execute", _by_query),
     ]
     originals = [(cls, name, getattr(cls, name)) for cls, name, _ in patched]
     for (cls, name, step), (_, _, fn) in zip(patched, originals, strict=True):

@@ -61,15 +61,15 @@ async def test_a_start_is_three_statements(kernel: MemoryKernel) -> None:
     assert len(sent) == 3, sent  # lock, window read, touch + event
 
 
-async def test_an_end_is_four_statements_five_with_a_target(kernel: MemoryKernel) -> None:
+async def test_an_end_is_three_statements_four_with_a_target(kernel: MemoryKernel) -> None:
     with statements(kernel) as sent:
         first = await run(kernel, "failure")
     assert first.decision is AdmissionDecision.ADD
-    assert len(sent) == 3 + 4, sent  # the start; lock, ef_search, episode + search, write
+    assert len(sent) == 3 + 3, sent  # the start; lock + ef_search, episode + search, write
     with statements(kernel) as sent:
         second = await run(kernel, "success")
     assert second.decision is AdmissionDecision.REPLACE
-    assert len(sent) == 3 + 5, sent  # ... and the target, locked
+    assert len(sent) == 3 + 4, sent  # ... and the target, locked
 
 
 class _CountingCache(dict[Any, Any]):

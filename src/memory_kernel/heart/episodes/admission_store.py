@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import (
     ARRAY,
+    BigInteger,
     ColumnElement,
     Integer,
     Select,
@@ -66,6 +67,11 @@ _VECTOR = bindparam("vector", type_=VectorType())
 
 # Transaction-local (``is_local``): the pool's next user gets the configured value back.
 _SET_EF = text("SELECT set_config('hnsw.ef_search', :ef_search, true)")
+# The end's first statement: the agent's admission lock (``storage.locks``' scheme) and the
+# search's ef_search together, one round trip instead of two.
+_LOCK_ADMISSION = text(
+    "SELECT pg_advisory_xact_lock(:key), set_config('hnsw.ef_search', :ef_search, true)"
+).bindparams(bindparam("key", type_=BigInteger))
 
 
 async def set_ef_search(conn: AsyncConnection, ef_search: int) -> None:
@@ -74,10 +80,11 @@ async def set_ef_search(conn: AsyncConnection, ef_search: int) -> None:
 
 
 async def lock_admission(conn: AsyncConnection, agent_id: str, ef_search: int) -> None:
-    """Serialise the agent's admissions (statements run after this see everything the
-    lock's previous holder committed) and set the search's ``ef_search``."""
-    await locks.lock(conn, "mk-episode-admit", agent_id)
-    await set_ef_search(conn, ef_search)
+    """Serialise the agent's admissions until the transaction ends (statements run after
+    this see everything the lock's previous holder committed) and set the search's
+    ``ef_search`` (as :func:`set_ef_search`)."""
+    key = locks.lock_number("mk-episode-admit", agent_id)
+    await conn.execute(_LOCK_ADMISSION, {"key": key, "ef_search": str(ef_search)})
 
 
 #: What a candidate needs: the judge's view, plus its group head for a MERGE.
