@@ -33,7 +33,6 @@ commit. Embeddings are computed before a unit opens.
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass
 
 from memory_kernel.brain import Brain
@@ -67,8 +66,6 @@ from memory_kernel.runtime import Runtime, Vector
 from memory_kernel.storage.events import Event, write_events
 
 __all__ = ["CognitiveLayer"]
-
-_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
