@@ -15,7 +15,7 @@ from memory_kernel.brain.scorer import (
     fit,
     load_scorer,
 )
-from memory_kernel.brain.speech import DECISION, FEATURES, feature_names, features
+from memory_kernel.brain.speech import DECISION, FEATURES, STYLE, feature_names, features
 from memory_kernel.cognitive.informational import InfoFamily
 
 TEXTS = [
@@ -33,7 +33,7 @@ TEXTS = [
 def test_feature_names_are_unique_and_families_are_layer_1_families() -> None:
     names = feature_names()
     assert len(names) == len(set(names)) == len(FEATURES)
-    families = {f.family for f in FEATURES} - {DECISION}
+    families = {f.family for f in FEATURES} - {DECISION, STYLE}
     assert families <= {f.value for f in InfoFamily}
 
 

@@ -125,7 +125,9 @@ async def test_real_decision_is_recorded(kernel: MemoryKernel) -> None:
 
 async def test_quality_gate_rejects_through_post_turn(kernel: MemoryKernel) -> None:
     # Layer 1 finds the response a decision; layer 3 judges the description the host gave.
-    outcome = TurnOutcome(response_text=DECISION, decision_description="Sure, I can help.")
+    outcome = TurnOutcome(
+        response_text=DECISION, decision_description="Sure, I can help with that."
+    )
     ctx, result = await _run(kernel, _turn(), outcome)
     assert result.skipped is SkipReason.QUALITY_GATE  # type: ignore[attr-defined]
     assert result.layer == 3 and result.reason == "chat_prefix"  # type: ignore[attr-defined]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_kernel.brain.speech import DECISION, FEATURES, feature_names, features
+from memory_kernel.brain.speech import DECISION, FEATURES, STYLE, feature_names, features
 from memory_kernel.errors import ConfigError, ValidationError
 
 __all__ = [
@@ -75,7 +75,7 @@ class DecisionScorer:
         z = self.bias + sum(c for c, _ in contributions)
         by_family: dict[str, float] = {}
         for c, name in contributions:
-            if _FAMILIES[name] != DECISION and c < 0:
+            if _FAMILIES[name] not in (DECISION, STYLE) and c < 0:
                 by_family[_FAMILIES[name]] = by_family.get(_FAMILIES[name], 0.0) + c
         family = min(by_family, key=lambda k: by_family[k]) if by_family else NO_DECISION_CUE
         return Scored(probability=_sigmoid(z), family=family)

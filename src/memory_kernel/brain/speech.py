@@ -11,7 +11,8 @@ Each feature is a number in [0, 1] computed from word lists of those speech acts
 English vocabulary, not phrases of any data set) and from the response's shape (list lines,
 code spans, digits, length, questions). A feature belongs to a *family*: the decision cues
 push towards "decision", the other families towards "not a decision", and the family whose
-features pushed hardest is what layer 1 reports when it drops a response.
+features pushed hardest is what layer 1 reports when it drops a response (``style``
+features — emoji, length — are weighed but never named).
 
 Text is matched lowercase with straight apostrophes, as whole words.
 """
@@ -23,7 +24,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["FEATURES", "Feature", "feature_names", "features"]
+__all__ = ["DECISION", "FEATURES", "STYLE", "Feature", "feature_names", "features"]
 
 
 def _words_re(*phrases: str) -> re.Pattern[str]:
@@ -105,7 +106,7 @@ _TRANSITION = _words_re(
 )  # fmt: skip
 _ACK_START = re.compile(
     r"^[\W_]*(?:thanks|thank you|you're welcome|no problem|no worries|happy to help|"
-    r"glad to help|good (?:morning|afternoon|evening)|hello|hi|hey|sounds good|will do|noted|"
+    r"glad to help|good (?:morning|afternoon|evening)|hello|hi|hey|sounds good|will do|on it|noted|"
     r"understood|great|got it|sure|ok|okay|alright|all right|yep|yes|yeah|haha|lol|hmm|"
     r"makes sense|fair enough|interesting|of course|perfect|nice|cool|awesome)(?![\w'])"
 )
@@ -204,6 +205,8 @@ class Feature:
 
 
 DECISION = "decision"
+#: The register of a response rather than a speech act: weighed, never named as the reason.
+STYLE = "style"
 
 FEATURES: tuple[Feature, ...] = (
     Feature("commitment", DECISION, lambda t: _count(_COMMIT, t),
@@ -255,9 +258,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature("colon_head", "report",
             lambda t: float(bool(t.sentences) and bool(_COLON_HEAD.match(t.sentences[0]))),
             "opens with a short 'heading:'"),
-    Feature("emoji", "acknowledgement", lambda t: float(bool(_EMOJI.search(t.raw))),
-            "contains an emoji"),
-    Feature("length", "length", _length, "number of words, log scale (200 words = 1)"),
+    Feature("emoji", STYLE, lambda t: float(bool(_EMOJI.search(t.raw))), "contains an emoji"),
+    Feature("length", STYLE, _length, "number of words, log scale (200 words = 1)"),
     Feature("lead_report", "completion", lambda t: _lead(t, _COMPLETION, _PERFECT),
             "the first sentence reports finished work"),
     Feature("lead_status", "status", lambda t: _lead(t, _STATUS), "the first sentence is status"),

@@ -57,7 +57,6 @@ class InfoFamily(StrEnum):
     RECALL = "recall"
     ERROR = "error"
     QUESTION = "question"
-    LENGTH = "length"
     NO_DECISION = "no_decision"
 
 

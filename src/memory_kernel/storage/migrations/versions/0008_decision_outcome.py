@@ -52,7 +52,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     # Outcomes and their events are kept (a round trip loses no row, docs/reliability.md):
     # the column stays as it was at 0007, and the old event rule comes back for new rows
-    # only — NOT VALID skips the rows already there — and upgrade() validates it again.
+    # only — NOT VALID skips the rows already there — and upgrade() checks every row again.
     op.drop_constraint(OUTCOME_CONSTRAINT, "decisions", type_="check")
     op.drop_constraint(EVENT_CONSTRAINT, "memory_events", type_="check")
     op.create_check_constraint(
