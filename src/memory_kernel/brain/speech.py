@@ -235,7 +235,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("past_report", "completion", lambda t: _count(_PERFECT, t, 1),
             "a first-person report of finished work: I've updated, I pushed, we just…"),
     Feature("completion", "completion", lambda t: _count(_COMPLETION, t),
-            "completion words: done, finished, passed, ready, booked, confirmed…"),
+            "completion words: done, finished, passed, ready, shipped, confirmed…"),
     Feature("status", "status", lambda t: _count(_STATUS, t),
             "status words: status, so far, still, waiting, summary, results…"),
     Feature("transition", "transition", lambda t: _count(_TRANSITION, t, 1),
@@ -245,7 +245,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("recall", "recall", lambda t: _count(_RECALL, t, 1),
             "recalls the past: I remember, you told me, according to my notes, back in…"),
     Feature("error", "error", lambda t: _count(_ERROR, t),
-            "error words: error, failed, couldn't, timeout, sorry, exit code…"),
+            "error words: error, failed, couldn't, timeout, sorry, not found…"),
     Feature("question", "question", lambda t: _share([s.endswith("?") for s in t.sentences]),
             "share of sentences that are questions"),
     Feature("list_lines", "report", lambda t: _share([bool(_LIST_LINE.match(x)) for x in t.lines]),
@@ -265,8 +265,10 @@ FEATURES: tuple[Feature, ...] = (
     Feature("lead_status", "status", lambda t: _lead(t, _STATUS), "the first sentence is status"),
     Feature("lead_recall", "recall", lambda t: _lead(t, _RECALL), "the first sentence recalls"),
     Feature("lead_error", "error", lambda t: _lead(t, _ERROR), "the first sentence is an error"),
-    Feature("lead_choice", DECISION, lambda t: _lead(t, _COMMIT, _CHOICE, _CONTRAST, _RECOMMEND),
-            "the first sentence commits, chooses, contrasts or recommends"),
+    Feature("lead_choice", DECISION,
+            lambda t: _lead(t, _COMMIT, _CHOICE, _CONTRAST, _RECOMMEND) * (1 - _lead(t, _RECALL)),
+            "the first sentence commits, chooses, contrasts or recommends — and is not a "
+            "memory ('I remember we picked Kafka over RabbitMQ' recalls a choice)"),
 )  # fmt: skip
 
 
