@@ -15,7 +15,14 @@ from memory_kernel.brain.scorer import (
     fit,
     load_scorer,
 )
-from memory_kernel.brain.speech import DECISION, FEATURES, STYLE, feature_names, features
+from memory_kernel.brain.speech import (
+    DECISION,
+    FEATURES,
+    MAX_CHARS,
+    STYLE,
+    feature_names,
+    features,
+)
 from memory_kernel.cognitive.informational import InfoFamily
 
 TEXTS = [
@@ -65,6 +72,14 @@ def _value(text: str, name: str) -> float:
 )
 def test_features_fire_on_their_speech_act(name: str, fires: str, quiet: str) -> None:
     assert _value(fires, name) > _value(quiet, name)
+
+
+def test_only_the_first_screen_is_read() -> None:
+    head = "Let me check the logs first. "
+    padding = "x" * (MAX_CHARS - len(head))
+    assert features(head + padding + " We'll use Redis rather than Memcached.") == features(
+        head + padding
+    )
 
 
 def test_a_colon_opens_a_clause_of_its_own() -> None:

@@ -24,7 +24,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["DECISION", "FEATURES", "STYLE", "Feature", "feature_names", "features"]
+__all__ = ["DECISION", "FEATURES", "MAX_CHARS", "STYLE", "Feature", "feature_names", "features"]
+
+#: What a response is, it says on its first screen; past this the rest is a document, and
+#: reading it all would cost a millisecond per kilobyte on every turn.
+MAX_CHARS = 4000
 
 
 def _words_re(*phrases: str) -> re.Pattern[str]:
@@ -277,6 +281,7 @@ def feature_names() -> list[str]:
 
 
 def features(response: str) -> list[float]:
-    """The feature values of ``response``, in :data:`FEATURES` order."""
-    t = _prepare(response)
+    """The feature values of ``response`` (its first ``MAX_CHARS`` characters), in
+    :data:`FEATURES` order."""
+    t = _prepare(response[:MAX_CHARS])
     return [round(f.compute(t), 6) for f in FEATURES]
