@@ -110,7 +110,8 @@ async def _populate(conn: AsyncConnection, embedder: FakeEmbedder) -> None:
 
 
 async def _populate_at_head(kernel: MemoryKernel) -> None:
-    """A turn (episode, decision, context report), a learned fact and an explicit decision."""
+    """A turn (episode, decision, context report), a learned fact and an explicit decision
+    with an outcome (0008)."""
     turn = TurnInput(
         agent_id="head-agent", session_id="s", message="Should we move the cache to Redis?",
         frame="decision",
@@ -123,8 +124,11 @@ async def _populate_at_head(kernel: MemoryKernel) -> None:
     await kernel.heart.facts.learn(
         FactInput(agent_id="head-agent", content="The cache runs on Redis", explicit=True)
     )
-    await kernel.brain.record(
+    kept = await kernel.brain.record(
         DecisionInput(agent_id="head-agent", session_id="s", description="Keep Postgres 18")
+    )
+    await kernel.brain.record_outcome(
+        kept.id, agent_id="head-agent", outcome="success", note="upgrade went fine"
     )
 
 
@@ -174,6 +178,8 @@ async def test_first_revision_to_head_down_and_up_loses_no_row(
         async with db.connection() as conn:
             at_head = await _rows(conn, schema)
         assert any('"context_assembled"' in row for row in at_head["memory_events"])
+        assert any('"decision_outcome"' in row for row in at_head["memory_events"])
+        assert any('"outcome": "success"' in row for row in at_head["decisions"])
         async with db.transaction() as conn:
             await conn.run_sync(migrate.downgrade, schema, FIRST)
         async with db.connection() as conn:

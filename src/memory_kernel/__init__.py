@@ -99,10 +99,12 @@ from memory_kernel.models.decisions import (
     GateStats,
     GateVerdict,
     LayerStats,
+    OutcomeReport,
 )
 from memory_kernel.models.enums import (
     AdmissionStatus,
     DecidedBy,
+    DecisionOutcome,
     EpisodeStatus,
     EventKind,
     FactStatus,
@@ -185,6 +187,7 @@ __all__ = [
     "DecidedBy",
     "Decision",
     "DecisionInput",
+    "DecisionOutcome",
     "DecisionState",
     "DedupMethod",
     "DedupVerdict",
@@ -233,6 +236,7 @@ __all__ = [
     "NodeContent",
     "NotFoundError",
     "OpenAICompatibleEmbedder",
+    "OutcomeReport",
     "RelevanceConfig",
     "RelevanceConfigError",
     "RelevancePipeline",

@@ -8,11 +8,13 @@ from memory_kernel.brain.gate import (
     GATED_CONFIDENCE_MAX,
     GATED_CONFIDENCE_MIN,
     SUBSTANTIAL_CHARS,
+    Classifier,
     chat_prefix,
     check_quality,
     confidence_from_quality,
     quality_score,
 )
+from memory_kernel.brain.scorer import default_scorer
 from memory_kernel.config import ContextConfig
 from memory_kernel.models.decisions import GateRule
 from memory_kernel.models.enums import Stakes
@@ -87,6 +89,54 @@ def test_chat_prefixes_reject(text: str) -> None:
 def test_word_prefixes_only(text: str) -> None:
     assert chat_prefix(text) is None
     assert _verdict(text) is None
+
+
+CLASSIFIER = Classifier(default_scorer(), 0.5)
+
+
+@pytest.mark.parametrize(
+    ("text", "reasoning"),
+    [
+        ("Here's my recommendation: launch in Germany before France.",
+         "Direct debit is already integrated there, so France would need a new payment "
+         "method first; we'll revisit France next quarter."),
+        ("Okay — we'll keep the weekly release train instead of continuous deploys, "
+         "because the end-to-end suite takes forty minutes.", None),
+    ],
+)  # fmt: skip
+def test_a_chat_opening_that_decides_passes_with_the_classifier(
+    text: str, reasoning: str | None
+) -> None:
+    assert chat_prefix(text) is not None
+    assert _verdict(text) is GateRule.CHAT_PREFIX  # the rule alone
+    verdict = check_quality(
+        text, confidence=0.8, stakes=Stakes.MEDIUM, min_chars=20, reasoning=reasoning,
+        classifier=CLASSIFIER,
+    )  # fmt: skip
+    assert verdict.passed
+
+
+@pytest.mark.parametrize(
+    "text", ["Done! The migration ran cleanly on staging.", "Sure, I can take care of it."]
+)
+def test_a_chat_opening_without_a_decision_is_still_rejected(text: str) -> None:
+    verdict = check_quality(
+        text, confidence=0.8, stakes=Stakes.MEDIUM, min_chars=20, classifier=CLASSIFIER
+    )
+    assert verdict.rule is GateRule.CHAT_PREFIX
+    assert verdict.reason is not None and "decision classifier p=" in verdict.reason
+
+
+def test_tool_errors_exempt_the_placeholder_confidence_only() -> None:
+    def rule(text: str) -> GateRule | None:
+        return check_quality(
+            text, confidence=0.5, stakes=Stakes.HIGH, min_chars=20, tool_errors=True
+        ).rule
+
+    assert _verdict(REAL, confidence=0.5, stakes=Stakes.HIGH) is GateRule.PLACEHOLDER_CONFIDENCE
+    assert rule(REAL) is None
+    assert rule("Done! The migration ran cleanly on staging.") is GateRule.CHAT_PREFIX
+    assert rule("too short") is GateRule.TOO_SHORT
 
 
 def test_error_template() -> None:

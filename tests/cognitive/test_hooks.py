@@ -124,13 +124,51 @@ async def test_real_decision_is_recorded(kernel: MemoryKernel) -> None:
 
 
 async def test_quality_gate_rejects_through_post_turn(kernel: MemoryKernel) -> None:
-    ctx, result = await _run(
-        kernel, _turn(), TurnOutcome(response_text="Sure, I can help with that.")
+    # Layer 1 finds the response a decision; layer 3 judges the description the host gave.
+    outcome = TurnOutcome(
+        response_text=DECISION, decision_description="Sure, I can help with that."
     )
+    ctx, result = await _run(kernel, _turn(), outcome)
     assert result.skipped is SkipReason.QUALITY_GATE  # type: ignore[attr-defined]
     assert result.layer == 3 and result.reason == "chat_prefix"  # type: ignore[attr-defined]
     assert kernel.stats().quality_gate.reasons == {"chat_prefix": 1}
     assert await _turns(kernel, ctx.turn.episode_id) == 1
+
+
+async def test_chat_only_response_stops_at_layer_1(kernel: MemoryKernel) -> None:
+    outcome = TurnOutcome(response_text="Sure, I can help with that.")
+    _, result = await _run(kernel, _turn(), outcome)
+    assert result.skipped is SkipReason.INFORMATIONAL  # type: ignore[attr-defined]
+    assert result.reason == "acknowledgement"  # type: ignore[attr-defined]
+
+
+async def test_recommendation_opening_like_chat_is_recorded(kernel: MemoryKernel) -> None:
+    text = (
+        "Here's my recommendation: use Redis for the session cache rather than Memcached, "
+        "because we already run it and it expires keys natively."
+    )
+    _, result = await _run(kernel, _turn(), TurnOutcome(response_text=text))
+    assert result.decision is not None  # type: ignore[attr-defined]
+
+
+async def test_tool_errors_exempt_the_placeholder_confidence(kernel: MemoryKernel) -> None:
+    """A high-stakes turn without a stated confidence is rejected as a placeholder, unless
+    its tool calls errored: then the gate rates it (0.6-0.8) and it is recorded."""
+    high = TurnInput(
+        agent_id=AGENT, session_id="s1", message="Deploy failed, what now?",
+        frame="decision", signals={"stakes": "high"},
+    )  # fmt: skip
+    rollback = (
+        "We'll roll back to 2.14.3 instead of patching forward, because the migration "
+        "failed halfway and the old schema is still intact."
+    )
+    _, plain = await _run(kernel, high, TurnOutcome(response_text=rollback))
+    assert plain.reason == "placeholder_confidence"  # type: ignore[attr-defined]
+    failed = ToolResult(tool_name="kubectl", output="error: timed out", is_error=True)
+    errored = TurnOutcome(response_text=rollback, tool_results=[failed])
+    _, result = await _run(kernel, high.model_copy(update={"session_id": "s2"}), errored)
+    decision = result.decision  # type: ignore[attr-defined]
+    assert decision is not None and 0.6 <= decision.confidence <= 0.8
 
 
 async def test_five_near_identical_turns_in_one_session_record_one(kernel: MemoryKernel) -> None:

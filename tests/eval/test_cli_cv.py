@@ -72,7 +72,9 @@ def test_gate_cross_validated_with_the_content_only_figures(
     assert {"content_missed_rate", "content_noise_rate", "noise_rate"} <= set(
         report["cv"]["metrics"]
     )
-    assert "brain.min_description_chars" in report["cv"]["fitted"]
+    assert "decision classifier" in report["cv"]["fitted"]
+    fitted = [row["fitted"] for row in report["tables"]["cross-validation folds"]]
+    assert all(f.split(" rows;")[0].isdigit() for f in fitted)  # "<n> rows; <top weights>"
 
 
 def test_folds_refused_in_one_error_line(

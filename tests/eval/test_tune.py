@@ -65,8 +65,19 @@ def test_raw_cosine_sweeps_of_stsb_and_mrpc(stsb_tsv: Path, mrpc_tsv: Path, tmp_
     assert "default_threshold" not in mrpc["metrics"]
 
 
+def test_gate_sweep_of_the_classifier_threshold(gate_rows: Path, tmp_path: Path) -> None:
+    report = _tune("gate", gate_rows, tmp_path / "g.json", "--values", "0,0.5,1")
+    rows = report["tables"]["sweep"]
+    assert [r["threshold"] for r in rows] == [0, 0.5, 1]
+    pos = [r["pos"] for r in rows]
+    assert pos == sorted(pos, reverse=True) and pos[0] > pos[-1]  # a higher cut records less
+
+
 def test_gate_sweep_of_the_description_length(gate_rows: Path, tmp_path: Path) -> None:
-    report = _tune("gate", gate_rows, tmp_path / "g.json", "--values", "0,40,400")
+    report = _tune(
+        "gate", gate_rows, tmp_path / "g.json",
+        "--param", "brain.min_description_chars", "--values", "0,40,400",
+    )  # fmt: skip
     rows = report["tables"]["sweep"]
     assert [r["threshold"] for r in rows] == [0, 40, 400]
     assert rows[-1]["pos"] <= rows[0]["pos"]  # a longer minimum records no more

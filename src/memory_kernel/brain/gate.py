@@ -4,11 +4,16 @@ Four rules, from the seed's review of noisy decisions (first match wins):
 
 1. ``too_short`` — fewer than ``min_chars`` characters after strip: no room for a decision.
 2. ``placeholder_confidence`` — confidence is still the 0.5 placeholder of ``start()`` while
-   the stakes are high or critical: a high-stakes decision nobody actually weighed.
+   the stakes are high or critical: a high-stakes decision nobody actually weighed. Not
+   when the turn's tool calls errored: the agent decided while its tools failed (a
+   rollback, a workaround), and a turn like that is the one whose decision must not be
+   lost for a confidence nobody had the chance to state.
 3. ``chat_prefix`` — it opens like chat ("Done", "On it", "Here's", "Got it", "Sure",
-   "Okay", "Alright", "Working on", "Let me"…). "I'll" is chat only when a progress verb
-   follows ("I'll check…", "I'll start…"): "I'll schedule the backfill for Saturday" is a
-   commitment, and rejecting every "I'll" would drop real decisions.
+   "Okay", "Alright", "Working on", "Let me"…) *and*, when a decision classifier is given,
+   the classifier (layer 1's, on the description and the reasoning) finds no decision in
+   it: "Here's my recommendation: launch in Germany first, because…" opens like chat and
+   is a decision. "I'll" is chat only when a progress verb follows ("I'll check…", "I'll
+   start…"): "I'll schedule the backfill for Saturday" is a commitment.
 4. ``error_template`` — it contains the agent runtime's error template.
 
 Prefixes match whole words ("sure" does not fire on "surely"), after curly apostrophes
@@ -23,7 +28,9 @@ recall's ``> 0.5``, instead of keeping the 0.5 placeholder that recall never inj
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+from memory_kernel.brain.scorer import DecisionScorer
 from memory_kernel.models.decisions import PLACEHOLDER_CONFIDENCE, GateRule, GateVerdict
 from memory_kernel.models.enums import Stakes
 
@@ -34,6 +41,7 @@ __all__ = [
     "GATED_CONFIDENCE_MIN",
     "PROGRESS_VERBS",
     "SUBSTANTIAL_CHARS",
+    "Classifier",
     "check_quality",
     "confidence_from_quality",
     "normalise",
@@ -112,10 +120,27 @@ def chat_prefix(description: str) -> str | None:
     return match.group(0) if match else None
 
 
+@dataclass(frozen=True, slots=True)
+class Classifier:
+    """Layer 1's decision classifier and its threshold, for rule 3's second opinion."""
+
+    scorer: DecisionScorer
+    threshold: float
+
+
 def check_quality(
-    description: str, *, confidence: float, stakes: Stakes, min_chars: int
+    description: str,
+    *,
+    confidence: float,
+    stakes: Stakes,
+    min_chars: int,
+    reasoning: str | None = None,
+    classifier: Classifier | None = None,
+    tool_errors: bool = False,
 ) -> GateVerdict:
-    """The quality gate's verdict on a decision about to be finalized."""
+    """The quality gate's verdict on a decision about to be finalized. ``tool_errors``: the
+    turn's tool calls errored (rule 2 does not apply); ``classifier``: rule 3 rejects a chat
+    opening only when it finds no decision in the description and ``reasoning``."""
     stripped = description.strip()
     if len(stripped) < min_chars:
         return GateVerdict(
@@ -123,7 +148,7 @@ def check_quality(
             rule=GateRule.TOO_SHORT,
             reason=f"description has {len(stripped)} characters, fewer than {min_chars}",
         )
-    if confidence == PLACEHOLDER_CONFIDENCE and stakes in _HIGH_STAKES:
+    if confidence == PLACEHOLDER_CONFIDENCE and stakes in _HIGH_STAKES and not tool_errors:
         return GateVerdict(
             passed=False,
             rule=GateRule.PLACEHOLDER_CONFIDENCE,
@@ -131,9 +156,15 @@ def check_quality(
         )
     prefix = chat_prefix(stripped)
     if prefix is not None:
-        return GateVerdict(
-            passed=False, rule=GateRule.CHAT_PREFIX, reason=f"opens like chat: {prefix!r}"
-        )
+        reason = f"opens like chat: {prefix!r}"
+        if classifier is not None:
+            text = stripped if not reasoning else f"{stripped}\n\n{reasoning.strip()}"
+            p = classifier.scorer.probability(text)
+            if p >= classifier.threshold:
+                prefix = None
+            reason += f", decision classifier p={p:.2f}"
+    if prefix is not None:
+        return GateVerdict(passed=False, rule=GateRule.CHAT_PREFIX, reason=reason)
     if ERROR_TEMPLATE in normalise(stripped):
         return GateVerdict(
             passed=False, rule=GateRule.ERROR_TEMPLATE, reason="contains the error template"

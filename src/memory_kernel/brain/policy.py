@@ -5,8 +5,9 @@ functions decide; nothing here does I/O. The layers themselves live in pure help
 layer 2's comparison in ``dedup.py``, layer 3's rules and quality score in ``gate.py``.
 
 - Layer 2 (dedup) compares a description with the same session's active decisions of the
-  last ``dedup_window_s`` (at most ``dedup_recent_limit`` of them): cosine when both sides
-  have a vector, keyword containment otherwise.
+  last ``dedup_window_s`` (at most ``dedup_recent_limit`` of them) that have no outcome yet:
+  cosine when both sides have a vector, keyword containment otherwise. A decision with an
+  outcome is a closed attempt, so the same action decided again is a new attempt.
 - Layer 3 (the quality gate) judges the *final* values of a deliberation: the started ones
   overlaid with what finalize changes. A deliberation that passes without anyone's
   confidence trades the start's placeholder for the confidence of the gate's quality score,
@@ -22,7 +23,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memory_kernel.brain.dedup import RecentDecision, find_duplicate
-from memory_kernel.brain.gate import check_quality, confidence_from_quality, quality_score
+from memory_kernel.brain.gate import (
+    Classifier,
+    check_quality,
+    confidence_from_quality,
+    quality_score,
+)
 from memory_kernel.brain.stats import Layer
 from memory_kernel.config.brain import BrainConfig
 from memory_kernel.errors import ValidationError
@@ -31,8 +37,9 @@ from memory_kernel.models.decisions import (
     Decision,
     DedupVerdict,
     GateVerdict,
+    OutcomeReport,
 )
-from memory_kernel.models.enums import Stakes
+from memory_kernel.models.enums import DecisionOutcome, Stakes
 
 if TYPE_CHECKING:
     from memory_kernel.runtime import Vector
@@ -44,6 +51,8 @@ __all__ = [
     "dedup_since",
     "duplicate",
     "final_values",
+    "outcome_changes",
+    "outcome_report",
     "rejection_reason",
     "stakes",
 ]
@@ -128,11 +137,14 @@ def final_values(
     confidence: float | None,
     stakes: Stakes | None,
     category: str | None,
+    classifier: Classifier | None = None,
+    tool_errors: bool = False,
 ) -> Finalized:
     """The values a finalize stores, and layer 3's verdict on them.
 
     ``embedding`` is the vector of ``description`` (``None``: there is none); it replaces
-    ``stored`` only when the description changed. A given ``confidence`` always wins."""
+    ``stored`` only when the description changed. A given ``confidence`` always wins.
+    ``classifier`` and ``tool_errors`` go to the gate (:func:`gate.check_quality`)."""
     changed = description is not None and description != current.description
     values: dict[str, Any] = {
         "description": description if changed else current.description,
@@ -147,6 +159,9 @@ def final_values(
         confidence=values["confidence"],
         stakes=Stakes(values["stakes"]),
         min_chars=cfg.min_description_chars,
+        reasoning=values["reasoning"],
+        classifier=classifier,
+        tool_errors=tool_errors,
     )
     unrated = confidence is None and current.confidence == PLACEHOLDER_CONFIDENCE
     if not verdict.passed or not unrated:
@@ -156,6 +171,24 @@ def final_values(
     )
     values["confidence"] = confidence_from_quality(quality)
     return Finalized(verdict, values, quality)
+
+
+def outcome_report(
+    decision_id: uuid.UUID, outcome: DecisionOutcome | str, note: str | None
+) -> OutcomeReport:
+    """The validated report of ``kernel.brain.record_outcome``'s arguments."""
+    return OutcomeReport(decision_id=decision_id, outcome=outcome, note=note)
+
+
+def outcome_changes(current: Decision, report: OutcomeReport) -> bool:
+    """Whether recording ``report`` changes anything: a new outcome, or a note to keep. Only
+    a finalized, active decision has an outcome (``ValidationError`` otherwise): a rejected
+    one was never a decision, and a deliberation has not been decided yet."""
+    if not current.active:
+        raise ValidationError(f"decision {current.id} was rejected: it has no outcome")
+    if not current.finalized:
+        raise ValidationError(f"decision {current.id} is still deliberating: finalize it first")
+    return current.outcome is not report.outcome or report.note is not None
 
 
 def rejection_reason(layer: Layer, reason: str) -> str:

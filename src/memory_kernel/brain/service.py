@@ -8,6 +8,7 @@
   started one, layer 2 again. A rejection is a soft delete (``active = false``,
   ``rejection_reason``) with a ``memory_events`` row. The rules are in ``policy.py``, the
   SQL in ``store.py``.
+- :meth:`Brain.record_outcome` — how a decision turned out (``brain.outcomes``).
 
 Each write is one operation that embeds first (no connection waits on the embedder) and
 then runs in ``self._rt.db.transaction()``, so inside a caller's unit of work it joins it:
@@ -31,7 +32,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.brain import policy, store
 from memory_kernel.brain.dedup import RecentDecision
+from memory_kernel.brain.gate import Classifier
+from memory_kernel.brain.outcomes import record_outcome
 from memory_kernel.brain.policy import Finalized, FinalizeResult, StartResult
+from memory_kernel.brain.scorer import load_scorer
 from memory_kernel.brain.stats import GateCounters, Layer
 from memory_kernel.errors import ValidationError
 from memory_kernel.models.decisions import (
@@ -40,7 +44,7 @@ from memory_kernel.models.decisions import (
     Decision,
     DecisionInput,
 )
-from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind, Stakes
+from memory_kernel.models.enums import DecidedBy, DecisionOutcome, EventKind, MemoryKind, Stakes
 from memory_kernel.runtime import MISSING, Missing, Runtime, Vector
 from memory_kernel.storage.events import Event, write_events
 from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
@@ -56,6 +60,9 @@ class Brain:
         self._cfg = runtime.config.brain
         #: What each layer of the decision gate rejected (read via ``kernel.stats()``).
         self.counters = GateCounters()
+        #: The decision classifier (layer 1, and layer 3's second opinion on a chat opening).
+        scorer = load_scorer(self._cfg.decision_classifier)
+        self.classifier = Classifier(scorer, self._cfg.decision_threshold)
 
     async def lock_session(self, *, agent_id: str, session_id: str) -> None:
         """Take the session's decision lock until the caller's unit of work ends (the lock
@@ -169,9 +176,11 @@ class Brain:
         confidence: float | None = None,
         stakes: Stakes | str | None = None,
         category: str | None = None,
+        tool_errors: bool = False,
     ) -> Decision | None:
         """Finish a deliberation through the quality gate; ``None`` when it was rejected
-        (soft-deleted with its reason) or had been rejected before."""
+        (soft-deleted with its reason) or had been rejected before. ``tool_errors``: the
+        turn's tool calls errored, so a placeholder confidence is not held against it."""
         check_agent_id(agent_id)
         if description is not None:
             check_text(description, field="description", max_bytes=MAX_DECISION_BYTES)
@@ -185,6 +194,7 @@ class Brain:
             confidence=confidence,
             stakes=None if stakes is None else policy.stakes(stakes),
             category=category,
+            tool_errors=tool_errors,
         )
         self.observe_finalize(result, agent_id=agent_id, decision_id=decision_id)
         return result.decision
@@ -200,6 +210,7 @@ class Brain:
         confidence: float | None = None,
         stakes: Stakes | None = None,
         category: str | None = None,
+        tool_errors: bool = False,
     ) -> FinalizeResult:
         """:meth:`finalize` without validating or counting (call :meth:`observe_finalize`
         once the unit committed): layer 3, then layer 2 on the final text, then persist.
@@ -218,6 +229,7 @@ class Brain:
                 self._cfg, current, stored,
                 description=description, embedding=vector, reasoning=reasoning,
                 confidence=confidence, stakes=stakes, category=category,
+                classifier=self.classifier, tool_errors=tool_errors,
             )  # fmt: skip
             if not final.verdict.passed:
                 assert final.verdict.rule is not None
@@ -247,34 +259,32 @@ class Brain:
                 return FinalizeResult(current.session_id, None, layer, "already inactive")
             return await self._reject(conn, current, layer, reason)
 
+    # --- outcomes -----------------------------------------------------------------------
+
+    async def record_outcome(
+        self,
+        decision_id: uuid.UUID,
+        *,
+        agent_id: str,
+        outcome: DecisionOutcome | str,
+        note: str | None = None,
+    ) -> Decision:
+        """Record how a finalized decision turned out (``success``, ``failure``, ``partial``)
+        and why (``note``, kept as the ``decision_outcome`` event's reason); see
+        ``brain.outcomes``. The same outcome again without a note changes nothing."""
+        check_agent_id(agent_id)
+        report = policy.outcome_report(decision_id, outcome, note)
+        return await record_outcome(self._rt, report, agent_id=agent_id)
+
     # --- counting (after commit) -------------------------------------------------------
 
     def observe_start(self, result: StartResult, *, agent_id: str, session_id: str) -> None:
-        if result.decision_id is not None:
-            self.counters.started += 1
-            return
-        self.counters.reject(
-            Layer.DUPLICATE,
-            str(result.dedup.method),
-            agent_id=agent_id,
-            session_id=session_id,
-            related_id=result.dedup.duplicate_of,
-        )
+        self.counters.observe_start(result, agent_id=agent_id, session_id=session_id)
 
     def observe_finalize(
         self, result: FinalizeResult, *, agent_id: str, decision_id: uuid.UUID | None = None
     ) -> None:
-        if result.decision is not None:
-            self.counters.recorded += int(result.decision.finalized)
-        elif result.layer is not None:
-            self.counters.reject(
-                result.layer,
-                result.reason or "unknown",
-                agent_id=agent_id,
-                session_id=result.session_id,
-                decision_id=decision_id,
-                related_id=result.related_id,
-            )
+        self.counters.observe_finalize(result, agent_id=agent_id, decision_id=decision_id)
 
     # --- reads -------------------------------------------------------------------------
 

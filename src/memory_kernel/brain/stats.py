@@ -12,8 +12,12 @@ import logging
 import uuid
 from collections import Counter
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from memory_kernel.models.decisions import GateStats, LayerStats
+
+if TYPE_CHECKING:
+    from memory_kernel.brain.policy import FinalizeResult, StartResult
 
 __all__ = ["GateCounters", "Layer"]
 
@@ -63,6 +67,35 @@ class GateCounters:
                 "related_id": None if related_id is None else str(related_id),
             },
         )
+
+    def observe_start(self, result: StartResult, *, agent_id: str, session_id: str) -> None:
+        """Count a start that committed: a deliberation, or a duplicate layer 2 refused."""
+        if result.decision_id is not None:
+            self.started += 1
+            return
+        self.reject(
+            Layer.DUPLICATE,
+            str(result.dedup.method),
+            agent_id=agent_id,
+            session_id=session_id,
+            related_id=result.dedup.duplicate_of,
+        )
+
+    def observe_finalize(
+        self, result: FinalizeResult, *, agent_id: str, decision_id: uuid.UUID | None = None
+    ) -> None:
+        """Count a finalize that committed: a recorded decision, or the layer that refused."""
+        if result.decision is not None:
+            self.recorded += int(result.decision.finalized)
+        elif result.layer is not None:
+            self.reject(
+                result.layer,
+                result.reason or "unknown",
+                agent_id=agent_id,
+                session_id=result.session_id,
+                decision_id=decision_id,
+                related_id=result.related_id,
+            )
 
     def snapshot(self) -> GateStats:
         def layer(which: Layer) -> LayerStats:

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_kernel.brain.dedup import RecentDecision
 from memory_kernel.errors import NotFoundError
 from memory_kernel.models.decisions import Decision
-from memory_kernel.models.enums import Stakes
+from memory_kernel.models.enums import DecisionOutcome, Stakes
 from memory_kernel.runtime import Vector
 from memory_kernel.storage import locks
 from memory_kernel.storage.tables import decisions
@@ -50,6 +50,8 @@ _RECENT_FOR_DEDUP = (
         decisions.c.agent_id == bindparam("agent_id"),
         decisions.c.session_id == bindparam("session_id"),
         decisions.c.active.is_(True),
+        # A decision with an outcome is a closed attempt: doing the same again is a new one.
+        decisions.c.outcome.is_(None),
         decisions.c.created_at > bindparam("since"),
         decisions.c.id != bindparam("exclude"),
     )
@@ -71,7 +73,7 @@ def to_decision(row: Row[*tuple[Any, ...]]) -> Decision:
         confidence=row.confidence,
         stakes=Stakes(row.stakes),
         category=row.category,
-        outcome=row.outcome,
+        outcome=None if row.outcome is None else DecisionOutcome(row.outcome),
         frame=row.frame,
         active=row.active,
         finalized=row.finalized,
@@ -155,7 +157,8 @@ async def recent_for_dedup(
     limit: int,
     exclude: uuid.UUID | None = None,
 ) -> list[RecentDecision]:
-    """Active decisions of the session created after ``since``, newest first, with vectors."""
+    """Active decisions of the session created after ``since`` without an outcome, newest
+    first, with vectors."""
     params = {
         "agent_id": agent_id,
         "session_id": session_id,

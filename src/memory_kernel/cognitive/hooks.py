@@ -21,8 +21,10 @@ is built on other connections:
 3. otherwise the decision is drafted from the response (``draft.draft_decision``) and
    finalized through **layer 3** (the quality gate) and layer 2 again on the final text;
    without ``TurnOutcome.decision_confidence`` it gets the confidence of the gate's quality
-   score (0.6-0.8, see ``brain.gate``), so later turns recall it passively;
-4. the episode records the turn — also when no decision was recorded.
+   score (0.6-0.8, see ``brain.gate``), so later turns recall it passively; a turn whose
+   tool calls errored is not rejected for that placeholder confidence;
+4. ``TurnOutcome.decision_outcomes`` are recorded (``brain.record_outcome``);
+5. the episode records the turn — also when no decision was recorded.
 
 The brain's and the heart's operations called inside a unit join it. Locks are always taken
 in the same order — the turn's decision row, the session's decision lock, then episodes —
@@ -244,6 +246,8 @@ class CognitiveLayer:
             frame=turn.frame,
             tool_names=[t.tool_name for t in outcome.tool_results],
             deliberation_frames=self._rt.config.brain.auto_deliberation_frames,
+            scorer=self._brain.classifier.scorer,
+            threshold=self._brain.classifier.threshold,
         )
         finalize = (
             turn.decision_id is not None and not explicit_inputs and not verdict.informational
@@ -261,6 +265,11 @@ class CognitiveLayer:
                 await self._brain.add(d, embedding=v)
                 for d, v in zip(explicit_inputs, vectors, strict=True)
             ]
+            for report in outcome.decision_outcomes:  # how earlier decisions turned out
+                await self._brain.record_outcome(
+                    report.decision_id, agent_id=turn.agent_id,
+                    outcome=report.outcome, note=report.note,
+                )  # fmt: skip
             if report_event is not None:  # the context report, for `memory-kernel inspect`
                 await write_events(conn, [report_event])
             # Last, so a bad episode id fails the turn after every other write (all roll back).
@@ -303,6 +312,7 @@ class CognitiveLayer:
             reasoning=draft.reasoning,
             confidence=outcome.decision_confidence,
             stakes=outcome.decision_stakes,
+            tool_errors=any(t.is_error for t in outcome.tool_results),
         )
 
     def _observe_post(

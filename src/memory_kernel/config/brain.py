@@ -55,6 +55,22 @@ class BrainConfig(Frozen):
             "rejected as too_short: no room for a decision and its reason."
         ),
     )
+    decision_classifier: str | None = Field(
+        default=None,
+        description=(
+            "Layer 1's decision classifier: a JSON file of weights written by "
+            "scripts/train_decision_gate.py; None: the packaged weights (docs/tuning.md)."
+        ),
+    )
+    decision_threshold: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Layer 1 drops a response whose probability of being a decision (the classifier's) "
+            "is below this. Higher: less noise recorded, more decisions missed."
+        ),
+    )
     auto_deliberation_frames: frozenset[str] = Field(
         default=frozenset({"decision", "debug"}),
         description=(

@@ -167,7 +167,7 @@ def assemble(
     ``duplicate_overlap`` (shared words over the smaller set) is left out: recall's
     diversity sampling works per node and on vectors; this also catches the same memory
     told by two nodes (a fact and the episode it came from) and verbatim repeats that a
-    weak embedder scatters."""
+    weak embedder scatters. Decisions with different outcomes are never repeats."""
     packer = _Packer(max(0, budget), counter)
     by_tier = {tier: [s for s in sections if s.tier is tier] for tier in _CLAIM_ORDER}
     for section in by_tier[Tier.RECENT]:
@@ -176,18 +176,24 @@ def assemble(
         for item in section.items:
             if not packer.take(section, item, droppable=False):
                 packer.dropped += 1
-    seen: list[set[str]] = []
+    seen: list[tuple[str | None, set[str]]] = []
     for section, item in _by_score(by_tier[Tier.STREAMED]):
-        said = words(item.text)
-        if any(word_overlap(said, kept) > duplicate_overlap for kept in seen):
+        said, outcome = words(item.text), _outcome(item)
+        if any(o == outcome and word_overlap(said, kept) > duplicate_overlap for o, kept in seen):
             packer.duplicates += 1  # a fact that repeats an episode, or the reverse
         elif packer.take(section, item, droppable=True):
-            seen.append(said)
+            seen.append((outcome, said))
         else:
             packer.dropped += 1
     for section in by_tier[Tier.SYSTEM]:
         _fill(packer, section)
     return _finish(packer, sections, budget, counter)
+
+
+def _outcome(item: ContextItem) -> str | None:
+    """A decision's outcome: a success and a failure of the same action are not repeats."""
+    hit = item.hit
+    return hit.outcome if hit is not None and hit.source is MemorySource.DECISION else None
 
 
 def _by_score(sections: Sequence[NodeContent]) -> list[tuple[NodeContent, ContextItem]]:

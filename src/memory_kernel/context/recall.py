@@ -9,7 +9,9 @@ decision dedup. The retrieval module loads candidates; these functions rank and 
   the normalised lexical score (see :func:`hybrid_similarity`).
 - Diversity: candidates whose vectors are ≥ 0.8 cosine to a better one are the same cluster;
   only the best of each cluster is kept (the seed's diversity sampling, greedy by score).
-- Decisions: near-duplicates (word overlap > 0.7) keep only the most recent one.
+- Decisions: near-duplicates (word overlap > 0.7) keep only the most recent one. Decisions
+  with different outcomes are apart in both steps: "[success] Deploy service to production"
+  and "[failure] Deploy service to production" are two memories.
 """
 
 from __future__ import annotations
@@ -154,22 +156,23 @@ def diversity_sample(
     *,
     threshold: float = 0.8,
     limit: int | None = None,
+    group: Callable[[T], Hashable] = lambda _item: None,
 ) -> list[T]:
     """Keep the best item of each cluster: ``items`` come best first; an item whose vector
-    is ≥ ``threshold`` cosine to a kept one is in its cluster and dropped. Items without a
-    vector form clusters of their own."""
+    is ≥ ``threshold`` cosine to a kept one of the same ``group`` is in its cluster and
+    dropped. Items without a vector form clusters of their own."""
     kept: list[T] = []
-    kept_vectors: list[Vector] = []
+    kept_vectors: dict[Hashable, list[Vector]] = {}
     for item, vector in zip(items, vectors, strict=True):
         if limit is not None and len(kept) >= limit:
             break
-        if vector is not None and kept_vectors:
-            unit = _unit(vector)
-            if unit is not None and float(np.max(np.stack(kept_vectors) @ unit)) >= threshold:
-                continue
+        unit = None if vector is None else _unit(vector)
+        near = kept_vectors.get(group(item), [])
+        if unit is not None and near and float(np.max(np.stack(near) @ unit)) >= threshold:
+            continue
         kept.append(item)
-        if vector is not None and (unit := _unit(vector)) is not None:
-            kept_vectors.append(unit)
+        if unit is not None:
+            kept_vectors.setdefault(group(item), []).append(unit)
     return kept
 
 
@@ -184,12 +187,18 @@ def dedup_decisions(
     text: Callable[[T], str],
     created_at: Callable[[T], datetime],
     threshold: float = 0.7,
+    outcome: Callable[[T], str | None] = lambda _item: None,
 ) -> list[T]:
     """Drop near-duplicate decisions (word overlap > ``threshold``), keeping the most recent
-    of each group; the survivors keep their input (relevance) order."""
+    of each group; the survivors keep their input (relevance) order. Decisions with
+    different outcomes are never duplicates: a success and a failure of the same action
+    are two things to remember."""
     kept: list[T] = []
     for item in sorted(items, key=created_at, reverse=True):
-        if all(text_overlap(text(item), text(k)) <= threshold for k in kept):
+        if all(
+            outcome(item) != outcome(k) or text_overlap(text(item), text(k)) <= threshold
+            for k in kept
+        ):
             kept.append(item)
     survivors = {id(k) for k in kept}
     return [item for item in items if id(item) in survivors]

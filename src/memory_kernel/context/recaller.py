@@ -40,6 +40,11 @@ _STATS_TTL_S = 30.0
 _STATS_MAX = 8192
 
 
+def _outcome_group(hit: MemoryHit) -> str | None:
+    """Diversity clusters decisions of one outcome only; other memories as before."""
+    return hit.outcome if hit.source is MemorySource.DECISION else None
+
+
 @dataclass(frozen=True, slots=True)
 class RecallResult:
     hits: list[MemoryHit]
@@ -163,6 +168,7 @@ class Recaller:
                 text=lambda h: h.text,
                 created_at=lambda h: h.created_at,
                 threshold=cfg.decision_overlap,
+                outcome=lambda h: h.outcome,
             )
             deduplicated = len(decisions) - len(kept)
             dropped = {h.id for h in decisions} - {h.id for h in kept}
@@ -173,6 +179,7 @@ class Recaller:
             [vectors.get(h.id) for h in hits],
             threshold=cfg.diversity_similarity,
             limit=limit,
+            group=_outcome_group,
         )
         return RecallResult(hits=hits, deduplicated=deduplicated)
 

@@ -1,12 +1,13 @@
 """What ``eval --folds`` fits per suite: the rows, their strata and the :class:`Fittable`.
 
-- ``gate``: ``brain.min_description_chars`` (the ``tune gate`` parameter), F1 content only;
+- ``gate``: the decision classifier's weights (``eval/gate_model.py``), trained on the
+  training folds, each held-out fold replayed through the hooks with them;
 - ``dedup``: ``heart.fact_dedup_similarity`` (the ``tune dedup`` parameter), F1 of merges;
 - ``admission``, ``ku``: no tunable parameter, the fixed rules per fold.
 
 Threshold grids are the ``memory-kernel tune`` defaults plus today's default value, so a
-fold may keep the current setting. To cross-validate a learned scorer instead, return it as
-the setup's ``model`` here: the harness (``eval/cv.py``) does not change.
+fold may keep the current setting. A learned scorer is the setup's ``model`` (the gate's
+is): the harness (``eval/cv.py``) does not change.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from memory_kernel.eval.fittable import (
     Threshold,
     ThresholdClassifier,
 )
+from memory_kernel.eval.gate_model import FittedGate, LearnedGate
 from memory_kernel.eval.sweep import SWEEPS, parse_values
 from memory_kernel.protocols import Embedder
 
@@ -40,21 +42,9 @@ def grid_with_default(suite: str) -> tuple[str, list[float]]:
     return spec.param, sorted({*parse_values(spec.values), default})
 
 
-def _gate(data: Path, embedder: Embedder) -> CvSetup[dict[str, Any], Threshold]:
+def _gate(data: Path, embedder: Embedder) -> CvSetup[dict[str, Any], FittedGate]:
     rows = gate.load_rows(data)
-
-    async def decide(
-        chosen: Sequence[dict[str, Any]], config: MemoryKernelConfig
-    ) -> list[gate.GateDecision]:
-        return await gate.decide(chosen, embedder, config)
-
-    rules = SuiteRules(decide=decide, score=gate.score, key=lambda row: str(row["id"]))
-    param, grid = grid_with_default("gate")
-    model = ThresholdClassifier(
-        rules, param=param, grid=grid, objective=gate.objective,
-        objective_name=SWEEPS["gate"].objective,
-        objective_detail="recorded vs decision, content only",
-    )  # fmt: skip
+    model = LearnedGate(embedder)
     return CvSetup(rows, [str(r["label"]) for r in rows], model, "label (decision / noise)")
 
 

@@ -7,11 +7,13 @@ gate) only through these stable entry points: the kernel's public hooks and its
 imports a classifier module (``heart/facts/*``, ``brain/*``, ``heart/episodes/*``) directly,
 so when those are restructured this is the one file to repoint. A classifier's pure function
 that a suite wants to call directly (e.g. a future learned scorer's features) belongs here
-too.
+too: the decision classifier's ``fit`` (``brain.scorer``) is the gate's.
 """
 
 from __future__ import annotations
 
+from memory_kernel.brain.scorer import DecisionScorer
+from memory_kernel.brain.scorer import fit as fit_decision_classifier
 from memory_kernel.embeddings import embed_checked
 from memory_kernel.kernel import MemoryKernel
 from memory_kernel.models.facts import Fact, FactInput, LearnAction, LearnOutcome
@@ -19,6 +21,7 @@ from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome, TurnR
 from memory_kernel.testing import FrozenClock
 
 __all__ = [
+    "DecisionScorer",
     "Fact",
     "FactInput",
     "FrozenClock",
@@ -30,4 +33,5 @@ __all__ = [
     "TurnOutcome",
     "TurnResult",
     "embed_checked",
+    "fit_decision_classifier",
 ]

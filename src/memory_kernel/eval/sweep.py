@@ -10,7 +10,8 @@ Every swept suite is a binary decision scored against gold labels, so one table 
 - ``gate``: is a response recorded as a decision? Every row is replayed in the ``decision``
   frame (the ``content_*`` measure of ``eval gate``): with the frame as given, the frame
   shortcut decides most rows before any threshold is read. Parameter
-  ``brain.min_description_chars`` by default (the gate's only numeric threshold).
+  ``brain.decision_threshold`` by default (layer 1's cut on the decision classifier's
+  probability); ``--param brain.min_description_chars`` sweeps layer 3's length rule.
 - ``stsb``: raw cosine against "same meaning" = gold similarity >= 4 of 5 (the annotation
   scale's "mostly equivalent"); it calibrates the cosine thresholds that stand for "same
   thing" (``brain.dedup_cosine``, ``heart.episode_dedup_similarity``, merge thresholds).
@@ -57,7 +58,7 @@ class SweepSpec:
 
 SWEEPS: dict[str, SweepSpec] = {
     "dedup": SweepSpec("heart.fact_dedup_similarity", "0.2:0.9:0.05"),
-    "gate": SweepSpec("brain.min_description_chars", "0:60:10"),
+    "gate": SweepSpec("brain.decision_threshold", "0.1:0.9:0.1"),
     "stsb": SweepSpec(COSINE, "0.3:0.95:0.05"),
 }
 _REFUSED = {

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field, StrictFloat, field_validator
 
 from memory_kernel.models.base import InputModel, OutputModel
-from memory_kernel.models.enums import Stakes
+from memory_kernel.models.enums import DecisionOutcome, Stakes
 from memory_kernel.validation import (
     MAX_METADATA_BYTES,
     check_agent_id,
@@ -23,12 +23,14 @@ __all__ = [
     "PLACEHOLDER_CONFIDENCE",
     "Decision",
     "DecisionInput",
+    "DecisionOutcome",
     "DedupMethod",
     "DedupVerdict",
     "GateRule",
     "GateStats",
     "GateVerdict",
     "LayerStats",
+    "OutcomeReport",
 ]
 
 #: The confidence a deliberation starts with: "not deliberated yet", not a real estimate.
@@ -59,6 +61,8 @@ class DecisionInput(InputModel):
     category: str | None = None
     frame: str | None = None
     episode_id: uuid.UUID | None = None
+    #: A decision recorded after the fact may already have its outcome.
+    outcome: DecisionOutcome | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("agent_id", "session_id")
@@ -100,7 +104,7 @@ class Decision(OutputModel):
     confidence: float
     stakes: Stakes
     category: str | None
-    outcome: str | None
+    outcome: DecisionOutcome | None
     frame: str | None
     active: bool
     finalized: bool
@@ -108,6 +112,20 @@ class Decision(OutputModel):
     metadata: dict[str, Any]
     created_at: datetime
     updated_at: datetime
+
+
+class OutcomeReport(InputModel):
+    """The outcome of an earlier decision, reported in a turn (``TurnOutcome.decision_outcomes``)
+    or through ``kernel.brain.record_outcome``; ``note`` says what happened."""
+
+    decision_id: uuid.UUID
+    outcome: DecisionOutcome
+    note: str | None = None
+
+    @field_validator("note")
+    @classmethod
+    def _note(cls, value: str | None) -> str | None:
+        return _optional_text(value, "note")
 
 
 class GateRule(StrEnum):

@@ -11,6 +11,7 @@ from enum import StrEnum
 __all__ = [
     "AdmissionStatus",
     "DecidedBy",
+    "DecisionOutcome",
     "EpisodeStatus",
     "EventKind",
     "FactStatus",
@@ -50,6 +51,14 @@ class Stakes(StrEnum):
     CRITICAL = "critical"
 
 
+class DecisionOutcome(StrEnum):
+    """How a decision turned out, once someone knows (``None`` on a decision: pending)."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    PARTIAL = "partial"
+
+
 class MemoryKind(StrEnum):
     FACT = "fact"
     EPISODE = "episode"
@@ -83,4 +92,5 @@ class EventKind(StrEnum):
     DECISION_RECORDED = "decision_recorded"
     DECISION_STARTED = "decision_started"
     DECISION_FINALIZED = "decision_finalized"
+    DECISION_OUTCOME = "decision_outcome"  # a decision's outcome recorded (0008)
     CONTEXT_ASSEMBLED = "context_assembled"  # post_turn keeps the turn's ContextReport

@@ -13,7 +13,7 @@ from pydantic import Field, StrictFloat, field_validator
 
 from memory_kernel.models.base import InputModel, OutputModel, ReturnedModel
 from memory_kernel.models.context import MAX_TOKEN_BUDGET, ContextReport
-from memory_kernel.models.decisions import Decision
+from memory_kernel.models.decisions import Decision, OutcomeReport
 from memory_kernel.models.enums import Stakes
 from memory_kernel.validation import (
     check_agent_id,
@@ -225,13 +225,16 @@ class ToolResult(InputModel):
 
 class TurnOutcome(InputModel):
     """What the turn produced. The optional ``decision_*`` fields let the host state the
-    decision of a deliberating turn instead of having it drafted from the response."""
+    decision of a deliberating turn instead of having it drafted from the response;
+    ``decision_outcomes`` reports how earlier decisions turned out (recorded in the turn's
+    unit of work, as ``kernel.brain.record_outcome`` would)."""
 
     response_text: str = ""
     tool_results: list[ToolResult] = Field(default_factory=list)
     decision_description: str | None = None
     decision_confidence: StrictFloat | None = None
     decision_stakes: Stakes | None = None
+    decision_outcomes: list[OutcomeReport] = Field(default_factory=list, max_length=100)
 
     @field_validator("response_text")
     @classmethod

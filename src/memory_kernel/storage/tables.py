@@ -31,6 +31,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from memory_kernel.models.enums import (
     AdmissionStatus,
     DecidedBy,
+    DecisionOutcome,
     EpisodeStatus,
     EventKind,
     FactStatus,
@@ -160,6 +161,7 @@ decisions = Table(
     _tsv("description"),
     PrimaryKeyConstraint("agent_id", "id"),
     CheckConstraint(_in("stakes", Stakes), name="stakes"),
+    CheckConstraint("outcome IS NULL OR " + _in("outcome", DecisionOutcome), name="outcome"),
     CheckConstraint("confidence >= 0 AND confidence <= 1", name="confidence"),
     postgresql_partition_by="LIST (agent_id)",
 )

@@ -35,13 +35,19 @@ def _in(column: str, values: Sequence[str]) -> str:
 
 def upgrade() -> None:
     op.drop_constraint(CONSTRAINT, "memory_events", type_="check")
-    op.create_check_constraint(CONSTRAINT, "memory_events", _in("event", EVENTS_0003))
+    # NOT VALID: after a round trip below this revision the table may hold events of kinds
+    # a later revision added (0008: decision_outcome); the later revision's own rule, created
+    # valid on the way up, is the one that checks every row.
+    op.create_check_constraint(
+        CONSTRAINT, "memory_events", _in("event", EVENTS_0003), postgresql_not_valid=True
+    )
 
 
 def downgrade() -> None:
     # The context reports written since are kept (a round trip loses no row,
     # docs/reliability.md): the old rule comes back for new rows only — NOT VALID skips the
-    # rows already there — and upgrade() validates the wider rule again.
+    # rows already there — and the way up checks every row again (at the newest revision
+    # that widens the rule).
     op.drop_constraint(CONSTRAINT, "memory_events", type_="check")
     op.create_check_constraint(
         CONSTRAINT, "memory_events", _in("event", EVENTS_0002), postgresql_not_valid=True

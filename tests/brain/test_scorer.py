@@ -1,0 +1,153 @@
+"""The decision classifier: its features, its fit and its weights files (pure)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memory_kernel import ConfigError, ValidationError
+from memory_kernel.brain.scorer import (
+    NO_DECISION_CUE,
+    DecisionScorer,
+    default_scorer,
+    fit,
+    load_scorer,
+)
+from memory_kernel.brain.speech import (
+    DECISION,
+    FEATURES,
+    MAX_CHARS,
+    STYLE,
+    feature_names,
+    features,
+)
+from memory_kernel.cognitive.informational import InfoFamily
+
+TEXTS = [
+    "",
+    "   ",
+    "Okay.",
+    "We'll use PostgreSQL rather than MySQL, because we already run it.",
+    "Here's the status:\n- 3 open\n- 2 blocked\n- `api` green\n\n1. one\n2. two",
+    "Let me check. " * 200,
+    "✅ Décidé : on garde la version 3 jusqu'en mars, sinon la migration casse.",
+    "I've merged it? Did it work? 404 500 200 201 `x` `y` `z` `w`",
+]
+
+
+def test_feature_names_are_unique_and_families_are_layer_1_families() -> None:
+    names = feature_names()
+    assert len(names) == len(set(names)) == len(FEATURES)
+    families = {f.family for f in FEATURES} - {DECISION, STYLE}
+    assert families <= {f.value for f in InfoFamily}
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_every_feature_is_in_the_unit_interval(text: str) -> None:
+    values = features(text)
+    assert len(values) == len(FEATURES)
+    assert all(0.0 <= v <= 1.0 for v in values)
+
+
+def _value(text: str, name: str) -> float:
+    return features(text)[feature_names().index(name)]
+
+
+@pytest.mark.parametrize(
+    ("name", "fires", "quiet"),
+    [
+        ("commitment", "We'll keep the old parser.", "We kept the old parser."),
+        ("commitment", "I'm switching the client to httpx.", "I'm checking the client."),
+        ("contrast", "Random effects, not fixed effects.", "Random effects fit well."),
+        ("contrast", "Use gRPC rather than REST.", "Use gRPC for it."),
+        ("transition", "Let me check the logs.", "The logs say it timed out."),
+        ("transition", "I'll check the logs.", "I'll rotate the logs weekly."),
+        ("recall", "I recall that we moved it.", "We moved it."),
+        ("past_lead", "Repo pulled — now at 3 new commits.", "Repo is behind by 3 commits."),
+        ("imperative", "Use UUIDv7 for new keys.", "UUIDv7 is used for new keys."),
+        ("gerund_lead", "Switching to httpx now.", "Checking httpx now."),
+    ],
+)
+def test_features_fire_on_their_speech_act(name: str, fires: str, quiet: str) -> None:
+    assert _value(fires, name) > _value(quiet, name)
+
+
+def test_only_the_first_screen_is_read() -> None:
+    head = "Let me check the logs first. "
+    padding = "x" * (MAX_CHARS - len(head))
+    assert features(head + padding + " We'll use Redis rather than Memcached.") == features(
+        head + padding
+    )
+
+
+def test_a_colon_opens_a_clause_of_its_own() -> None:
+    assert _value("My recommendation: use Redis for it.", "imperative") == 1.0
+
+
+def test_fit_is_deterministic_and_learns_the_direction() -> None:
+    decisions = [
+        "We'll use Redis rather than Memcached, because we already run it.",
+        "Let's keep the monorepo instead of splitting it, since CI stays one pipeline.",
+        "I'm switching the client to httpx so we can go async later.",
+    ]
+    noise = ["Done! ✅ All green.", "Let me check the logs first.", "Thanks, that helps!"]
+    labels = [True] * 3 + [False] * 3
+    first = fit(decisions + noise, labels, trained_on={"files": ["toy"]})
+    second = fit(decisions + noise, labels, trained_on={"files": ["toy"]})
+    assert first == second
+    assert all(first.probability(t) > 0.5 for t in decisions)
+    assert all(first.probability(t) < 0.5 for t in noise)
+    assert first.trained_on == {"rows": 6, "decisions": 3, "l2": 1.0, "files": ["toy"]}
+    # A stronger penalty pulls every weight towards zero.
+    strong = fit(decisions + noise, labels, l2=100.0)
+    assert sum(map(abs, strong.weights.values())) < sum(map(abs, first.weights.values()))
+
+
+def test_fit_refuses_mismatched_input() -> None:
+    with pytest.raises(ValidationError, match="as many labels"):
+        fit(["a", "b"], [True])
+    with pytest.raises(ValidationError, match="at least one"):
+        fit([], [])
+
+
+def test_json_round_trip_and_a_file(tmp_path: Path) -> None:
+    scorer = default_scorer()
+    again = DecisionScorer.from_json(json.loads(json.dumps(scorer.to_json())))
+    assert again.probability("We'll ship on Friday.") == pytest.approx(
+        scorer.probability("We'll ship on Friday."), abs=1e-5
+    )
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(scorer.to_json()), encoding="utf-8")
+    assert load_scorer(path).weights.keys() == scorer.weights.keys()
+    assert load_scorer(None) is default_scorer()
+
+
+def test_packaged_weights_say_what_they_were_trained_on() -> None:
+    files = {f["file"]: f["rows"] for f in default_scorer().trained_on["files"]}
+    assert files == {"decision_gate_dev.jsonl": 40, "decision_gate_authored_dev.jsonl": 110}
+
+
+def test_bad_weights_are_config_errors(tmp_path: Path) -> None:
+    weights = dict.fromkeys(feature_names(), 0.0)
+    with pytest.raises(ConfigError, match="missing"):
+        DecisionScorer({k: v for k, v in weights.items() if k != "contrast"}, 0.0)
+    with pytest.raises(ConfigError, match="unknown"):
+        DecisionScorer({**weights, "vibes": 1.0}, 0.0)
+    with pytest.raises(ConfigError, match="malformed"):
+        DecisionScorer.from_json({"weights": weights})  # no bias
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_scorer(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{", encoding="utf-8")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_scorer(tmp_path / "bad.json")
+
+
+def test_the_family_is_the_strongest_push_down() -> None:
+    neutral = DecisionScorer(dict.fromkeys(feature_names(), 0.0), 0.0)
+    assert neutral.score("Let me check.").family == NO_DECISION_CUE
+    assert neutral.score("Let me check.").probability == 0.5
+    weights = {**dict.fromkeys(feature_names(), 0.0), "transition": -2.0, "recall": -1.0}
+    scored = DecisionScorer(weights, 0.0).score("I recall it. Let me check.")
+    assert scored.family == "transition" and scored.probability < 0.5
