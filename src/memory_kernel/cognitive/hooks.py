@@ -32,7 +32,6 @@ commit. Embeddings are computed before a unit opens.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -65,6 +64,7 @@ from memory_kernel.models.turns import (
 )
 from memory_kernel.runtime import Runtime, Vector
 from memory_kernel.storage.events import Event, write_events
+from memory_kernel.taskgroup import task_group
 
 __all__ = ["CognitiveLayer"]
 
@@ -142,6 +142,8 @@ class CognitiveLayer:
 
     async def pre_turn(self, turn: TurnInput) -> TurnContext:
         """Start or reuse the episode, maybe start a deliberation, return the context."""
+        # The turn's time first: a clock gone bad fails here, before anything is written.
+        started_at = self._rt.clock.now()
         frame = select_frame(turn)
         deliberate = deliberates(frame, self._rt.config.brain.auto_deliberation_frames)
         # The summary is at most 200 characters, well inside a decision description.
@@ -150,8 +152,8 @@ class CognitiveLayer:
         (vector,) = await self._rt.embed_or_none([description])
         # The context is read on its own connections while the turn's writes commit (the
         # unit is opened inside its task, so the context's reads do not join it); the task
-        # group cancels one if the other fails.
-        async with asyncio.TaskGroup() as group:
+        # group cancels one if the other fails, and raises one typed error, not a group.
+        async with task_group() as group:
             begun = group.create_task(self._begin(turn, frame, description, vector, deliberate))
             built = group.create_task(self._build_context(turn))
         episode, started = begun.result()
@@ -163,7 +165,7 @@ class CognitiveLayer:
             episode_id=episode.episode.id,
             decision_id=None if started is None else started.decision_id,
             frame=frame,
-            started_at=self._rt.clock.now(),
+            started_at=started_at,
             duplicate_of=None if started is None else started.dedup.duplicate_of,
             message=turn.message,
             context=None if assembled is None else assembled.report,
