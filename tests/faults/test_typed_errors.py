@@ -9,6 +9,8 @@ most meaningful library error (``memory_kernel.taskgroup``).
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from memory_kernel import ConnectionFailedError, MemoryKernel, MemoryKernelError
@@ -45,3 +47,26 @@ async def test_pre_turn_with_the_server_down_raises_a_memory_kernel_error(
     # The same kernel serves a whole turn again.
     ctx = await kernel.pre_turn(_turn("back"))
     await kernel.post_turn(ctx.turn, TurnOutcome(response_text="Yes, with pgvector."))
+
+
+async def test_a_connection_the_crash_left_half_way_is_a_connection_failure(
+    private_kernel: MemoryKernel, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Right after a crash a pooled connection may still look open while its protocol
+    waits for the end of a statement the server never finished; its next statement raises
+    asyncpg's "cannot switch to state 15; another operation (2) is in progress". Before,
+    that became a bare ``StorageError`` (seen in the prefetch that follows every turn);
+    it is a ``ConnectionFailedError``, which ``Database.read`` retries."""
+    kernel = private_kernel
+    failures: list[BaseException] = []
+    for n in range(3):
+        ctx = await kernel.pre_turn(_turn(f"half-{n}"))
+        caplog.clear()
+        await kernel.post_turn(ctx.turn, TurnOutcome(response_text="Yes, we'll use pgvector."))
+        kill_server(server_of(kernel))  # while the prefetch of the next turn starts
+        with caplog.at_level(logging.WARNING, logger="memory_kernel.context.prefetch"):
+            await kernel.context.prefetch.wait()
+        failures += [r.args[-1] for r in caplog.records if isinstance(r.args, tuple)]
+        await restart(kernel)
+    assert failures, "no prefetch met the crash"
+    assert all(isinstance(f, ConnectionFailedError) for f in failures), failures
