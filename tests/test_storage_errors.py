@@ -17,7 +17,7 @@ def _wrapped(raw: Exception, adapted: type[Exception], outer: type[DBAPIError]) 
     driver's exception, raised ``from`` the driver's exception."""
     orig = adapted(str(raw), raw)
     orig.__cause__ = raw
-    error = outer("SELECT 1", {}, orig)  # type: ignore[arg-type]
+    error = outer("SELECT 1", {}, orig)
     error.__cause__ = orig
     return error
 

@@ -66,7 +66,11 @@ async def test_a_connection_the_crash_left_half_way_is_a_connection_failure(
         kill_server(server_of(kernel))  # while the prefetch of the next turn starts
         with caplog.at_level(logging.WARNING, logger="memory_kernel.context.prefetch"):
             await kernel.context.prefetch.wait()
-        failures += [r.args[-1] for r in caplog.records if isinstance(r.args, tuple)]
+        failures += [
+            r.args[-1]
+            for r in caplog.records
+            if isinstance(r.args, tuple) and isinstance(r.args[-1], BaseException)
+        ]
         await restart(kernel)
     assert failures, "no prefetch met the crash"
     assert all(isinstance(f, ConnectionFailedError) for f in failures), failures
