@@ -45,12 +45,13 @@ async def test_learn(fuzz_kernel: MemoryKernel, f: dict[str, Any], many: bool) -
         return
     facts = fuzz_kernel.heart.facts
     if many:
-        await attempt(fuzz_kernel, "learn_many", lambda: facts.learn_many([fact, fact]))  # type: ignore[list-item]
+        # Any iterable: a generator as well as a list.
+        await attempt(fuzz_kernel, "learn_many", lambda: facts.learn_many(f for f in (fact, fact)))  # type: ignore[misc]
     else:
         await attempt(fuzz_kernel, "learn", lambda: facts.learn(fact))  # type: ignore[arg-type]
 
 
-@given(f=s.fields(agent=AGENT, query=TEXT, k=K, floor=UNIT, fact_id=ID, when=WHEN))
+@given(f=s.fields(agent=AGENT, query=TEXT, k=K, floor=UNIT, fact_id=ID, when=WHEN, limit=K))
 async def test_fact_reads(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     facts, agent = fuzz_kernel.heart.facts, f["agent"]
     await attempt(
@@ -60,7 +61,9 @@ async def test_fact_reads(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     await attempt(fuzz_kernel, "facts.history", lambda: facts.history(f["fact_id"], agent_id=agent))
     await attempt(fuzz_kernel, "facts.get", lambda: facts.get(f["fact_id"], agent_id=agent))
     await attempt(fuzz_kernel, "facts.as_of", lambda: facts.as_of(agent, f["when"]))
-    await attempt(fuzz_kernel, "facts.embed_pending", lambda: facts.embed_pending(agent))
+    await attempt(
+        fuzz_kernel, "facts.embed_pending", lambda: facts.embed_pending(agent, limit=f["limit"])
+    )
 
 
 @given(f=s.fields(agent=AGENT, session=AGENT, summary=TEXT, outcome=TEXT,
@@ -92,7 +95,8 @@ STAKES = (st.sampled_from(["low", "medium", "high", "critical"]), s.junk)
 
 
 @given(f=s.fields(agent=AGENT, session=AGENT, description=TEXT, reasoning=OPTIONAL_TEXT,
-                  confidence=UNIT, stakes=STAKES, since=WHEN, limit=K))  # fmt: skip
+                  confidence=UNIT, stakes=STAKES, since=WHEN, limit=K, label=OPTIONAL_TEXT,
+                  episode=(st.none(), s.ids)))  # fmt: skip
 async def test_decisions(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     brain, agent, session = fuzz_kernel.brain, f["agent"], f["session"]
     decision = construct(
@@ -106,13 +110,15 @@ async def test_decisions(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
         await attempt(fuzz_kernel, "brain.record", lambda: brain.record(decision))  # type: ignore[arg-type]
     started = await attempt(
         fuzz_kernel, "brain.start",
-        lambda: brain.start(agent, session, f["description"], stakes=f["stakes"]),
+        lambda: brain.start(agent, session, f["description"], stakes=f["stakes"],
+                            frame=f["label"], category=f["label"], episode_id=f["episode"]),
     )  # fmt: skip
     if started is not None:
         await attempt(
             fuzz_kernel, "brain.finalize",
             lambda: brain.finalize(started, agent_id=agent, description=f["reasoning"],  # type: ignore[arg-type]
-                                   confidence=f["confidence"], stakes=f["stakes"]),
+                                   confidence=f["confidence"], stakes=f["stakes"],
+                                   reasoning=f["label"], category=f["label"]),
         )  # fmt: skip
     await attempt(
         fuzz_kernel, "brain.get_recent_decisions",

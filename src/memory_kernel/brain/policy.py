@@ -27,12 +27,14 @@ from memory_kernel.brain.stats import Layer
 from memory_kernel.config.brain import BrainConfig
 from memory_kernel.errors import ValidationError
 from memory_kernel.models.decisions import (
+    MAX_DECISION_BYTES,
     PLACEHOLDER_CONFIDENCE,
     Decision,
     DedupVerdict,
     GateVerdict,
 )
 from memory_kernel.models.enums import Stakes
+from memory_kernel.validation import check_text
 
 if TYPE_CHECKING:
     from memory_kernel.runtime import Vector
@@ -89,6 +91,20 @@ class Finalized:
     def embedding(self) -> Vector | None:
         vector: Vector | None = self.values["embedding"]
         return vector
+
+
+def optional_text(value: str | None, field: str) -> str | None:
+    """A decision's optional text (``frame``, ``category``, ``reasoning``) within the limit
+    of ``DecisionInput``'s (``MAX_DECISION_BYTES``); empty is ``None``."""
+    if value is None:
+        return None
+    return check_text(value, field=field, max_bytes=MAX_DECISION_BYTES, allow_empty=True) or None
+
+
+def check_id(value: object, field: str) -> uuid.UUID:
+    if not isinstance(value, uuid.UUID):
+        raise ValidationError(f"{field} must be a UUID, got {type(value).__name__}")
+    return value
 
 
 def stakes(value: Stakes | str) -> Stakes:

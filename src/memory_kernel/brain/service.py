@@ -110,14 +110,16 @@ class Brain:
         check_agent_id(agent_id)
         check_agent_id(session_id, field="session_id")
         check_text(description, field="description", max_bytes=MAX_DECISION_BYTES)
+        if episode_id is not None:
+            policy.check_id(episode_id, "episode_id")
         result = await self.deliberate(
             agent_id,
             session_id,
             description,
             episode_id=episode_id,
-            frame=frame,
+            frame=policy.optional_text(frame, "frame"),
             stakes=policy.stakes(stakes),
-            category=category,
+            category=policy.optional_text(category, "category"),
         )
         self.observe_start(result, agent_id=agent_id, session_id=session_id)
         return result.decision_id
@@ -172,6 +174,7 @@ class Brain:
     ) -> Decision | None:
         """Finish a deliberation through the quality gate; ``None`` when it was rejected
         (soft-deleted with its reason) or had been rejected before."""
+        policy.check_id(decision_id, "decision_id")
         check_agent_id(agent_id)
         if description is not None:
             check_text(description, field="description", max_bytes=MAX_DECISION_BYTES)
@@ -181,10 +184,10 @@ class Brain:
             decision_id,
             agent_id=agent_id,
             description=description,
-            reasoning=reasoning,
+            reasoning=policy.optional_text(reasoning, "reasoning"),
             confidence=confidence,
             stakes=None if stakes is None else policy.stakes(stakes),
-            category=category,
+            category=policy.optional_text(category, "category"),
         )
         self.observe_finalize(result, agent_id=agent_id, decision_id=decision_id)
         return result.decision
@@ -280,6 +283,7 @@ class Brain:
 
     async def get(self, decision_id: uuid.UUID, *, agent_id: str) -> Decision:
         """One decision of ``agent_id`` (active or not); ``NotFoundError`` if there is none."""
+        policy.check_id(decision_id, "decision_id")
         check_agent_id(agent_id)
         async with self._rt.db.connection() as conn:
             return await store.get(conn, agent_id=agent_id, decision_id=decision_id)

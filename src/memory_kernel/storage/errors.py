@@ -68,8 +68,9 @@ def map_db_error(exc: BaseException) -> MemoryKernelError:
         return exc
     state = _sqlstate(exc) or ""
     message = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:500]
+    # (A driver error that is also a ValueError is a parameter asyncpg could not encode.)
     if state.startswith(_CONNECTION_STATES) or any(
-        isinstance(e, _CONNECTION_ERRORS) for e in _chain(exc)
+        isinstance(e, _CONNECTION_ERRORS) and not isinstance(e, ValueError) for e in _chain(exc)
     ):
         return ConnectionFailedError(f"database connection failed: {message}")
     if isinstance(exc, OperationalError) and not state:
