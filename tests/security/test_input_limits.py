@@ -103,6 +103,7 @@ def _handle(**changes: Any) -> dict[str, Any]:
         lambda: FactInput(agent_id="a", content="x is y", metadata={"v": "m" * (64 * KIB)}),
         # 20,000 bytes of text, 120,000 bytes of JSON (each control character is \u00XX).
         lambda: FactInput(agent_id="a", content="x is y", metadata={"v": "\x01" * 20_000}),
+        lambda: FactInput(agent_id="a", content="x is y", derived_from=[uuid.uuid4()] * 1001),
         lambda: DecisionInput(
             agent_id="a", session_id="s", description="Use Postgres", metadata={"v": "m" * MIB}
         ),
@@ -117,9 +118,9 @@ def _handle(**changes: Any) -> dict[str, Any]:
         lambda: TurnInput(agent_id="a", session_id="s", message="Hi", signals={"v": "s" * MIB}),
         lambda: ToolResult(tool_name="record_decision", arguments={"description": "d" * MIB}),
     ],
-    ids=["fact-metadata", "fact-metadata-escaped", "decision-metadata", "episode-metadata",
-         "references-total", "artifacts-total", "handle-frame-50MB", "handle-message-5MB",
-         "handle-frame-json", "handle-id", "signals", "tool-arguments"],
+    ids=["fact-metadata", "fact-metadata-escaped", "fact-derived-from", "decision-metadata",
+         "episode-metadata", "references-total", "artifacts-total", "handle-frame-50MB",
+         "handle-message-5MB", "handle-frame-json", "handle-id", "signals", "tool-arguments"],
 )  # fmt: skip
 def test_each_field_has_a_size_limit(build: Any) -> None:
     with pytest.raises(ValidationError):
@@ -129,6 +130,7 @@ def test_each_field_has_a_size_limit(build: Any) -> None:
 def test_limits_are_inclusive() -> None:
     """Right at the limit passes: the limits are sizes, not off-by-one traps."""
     FactInput(agent_id="a", content="x is y", metadata={"v": "m" * (64 * KIB - 8)})
+    FactInput(agent_id="a", content="x is y", derived_from=[uuid.uuid4()] * 1000)
     EpisodeEndInput(agent_id="a", outcome="done", references=["r" * (64 * KIB)] * 16)
     TurnHandle.model_validate(_handle(frame="f" * 200, message="m" * MIB))
 

@@ -93,6 +93,32 @@ class Finalized:
         return vector
 
 
+def draft_fields(
+    agent_id: str,
+    session_id: str,
+    description: str,
+    *,
+    episode_id: uuid.UUID | None,
+    frame: str | None,
+    stakes: Stakes,
+    category: str | None,
+) -> dict[str, Any]:
+    """The columns of a started deliberation: active, not finalized, with the placeholder
+    confidence until the gate or the caller gives it one."""
+    return {
+        "agent_id": agent_id,
+        "session_id": session_id,
+        "episode_id": episode_id,
+        "description": description,
+        "confidence": PLACEHOLDER_CONFIDENCE,
+        "stakes": stakes.value,
+        "category": category,
+        "frame": frame,
+        "active": True,
+        "finalized": False,
+    }
+
+
 def optional_text(value: str | None, field: str) -> str | None:
     """A decision's optional text (``frame``, ``category``, ``reasoning``) within the limit
     of ``DecisionInput``'s (``MAX_DECISION_BYTES``); empty is ``None``."""

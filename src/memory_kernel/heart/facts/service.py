@@ -64,6 +64,22 @@ def _as_batch(batch: Iterable[FactInput]) -> list[FactInput]:
     return list(batch)
 
 
+async def _check_derived(conn: AsyncConnection, batch: Sequence[FactInput]) -> None:
+    """``NotFoundError`` unless every ``derived_from`` id is an episode of the fact's agent
+    (in the learn's unit: nothing is written otherwise)."""
+    derived: dict[str, set[uuid.UUID]] = {}
+    for fact in batch:
+        if fact.derived_from:
+            derived.setdefault(fact.agent_id, set()).update(fact.derived_from)
+    for agent, ids in sorted(derived.items()):
+        missing = await store.missing_episodes(conn, agent, ids)
+        if missing:
+            raise NotFoundError(
+                f"derived_from names {len(missing)} id(s) that are no episode of agent "
+                f"{agent!r}, e.g. {missing[0]}"
+            )
+
+
 def _check_id(fact_id: object) -> None:
     if not isinstance(fact_id, uuid.UUID):
         raise ValidationError(f"fact_id must be a UUID, got {type(fact_id).__name__}")
@@ -97,6 +113,7 @@ class FactService:
         outcomes: list[LearnOutcome] = []
         async with self._rt.db.transaction() as conn:
             await store.lock_agents(conn, agents)
+            await _check_derived(conn, batch)
             for prepared in chunks:
                 outcomes += await self._learn_chunk(conn, prepared)
         # New facts wait, staged, for the index worker. (In a caller's unit this is noted
