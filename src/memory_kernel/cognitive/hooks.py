@@ -12,6 +12,8 @@ is built on other connections:
 
 ``post_turn(TurnHandle, TurnOutcome) -> TurnResult`` — one unit of work, all or nothing:
 
+0. the turn is claimed (``turn_results``, by ``TurnHandle.turn_id``): a handle already
+   recorded returns its first result and writes nothing, so a retry is safe;
 1. ``record_decision`` tool results are recorded explicitly (``brain.record`` path, any
    frame, no filter); a deliberation of the same turn is abandoned, so the decision is
    not stored twice;
@@ -33,12 +35,14 @@ commit. Embeddings are computed before a unit opens.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 
 from memory_kernel.brain import Brain
 from memory_kernel.brain.policy import FinalizeResult, StartResult
 from memory_kernel.brain.stats import Layer
 from memory_kernel.brain.tool import RECORD_DECISION_OPTIONAL
+from memory_kernel.cognitive import turn_results
 from memory_kernel.cognitive.draft import draft_decision, summarise_message
 from memory_kernel.cognitive.frames import deliberates, select_frame
 from memory_kernel.cognitive.informational import (
@@ -169,6 +173,7 @@ class CognitiveLayer:
             duplicate_of=None if started is None else started.dedup.duplicate_of,
             message=turn.message,
             context=None if assembled is None else assembled.report,
+            turn_id=uuid.uuid4(),
         )
         report = TurnReport(
             frame=frame,
@@ -260,6 +265,13 @@ class CognitiveLayer:
             draft = _Draft(draft.description, draft.reasoning, vectors.pop())
         report_event = self._report_event(turn)
         async with self._rt.db.transaction() as conn:
+            # A handle is recorded once: a repeat (a retry whose first commit went through, a
+            # re-run graph node) waits here for the first post and gets its result back.
+            first = await turn_results.claim(
+                conn, agent_id=turn.agent_id, turn_id=turn.turn_id, at=self._rt.clock.now()
+            )
+            if first is not None:
+                return first
             # The turn's deliberation first: its row lock comes before the session lock.
             result = await self._settle(turn, outcome, verdict, draft)
             explicit = [
@@ -272,6 +284,11 @@ class CognitiveLayer:
             await self._heart.episodes.record_turn(
                 agent_id=turn.agent_id, episode_id=turn.episode_id
             )
+            recorded = self._turn_result(turn, explicit, result)
+            await turn_results.save(
+                conn, agent_id=turn.agent_id, turn_id=turn.turn_id, result=recorded
+            )
+        self._observe_post(turn, explicit, result)
         if self._context is not None:
             # After commit: recall for the session's next turn in the background.
             self._context.schedule_prefetch(
@@ -279,7 +296,7 @@ class CognitiveLayer:
                 session_id=turn.session_id,
                 turns=[turn.message, outcome.response_text],
             )
-        return self._observe_post(turn, explicit, result)
+        return recorded
 
     async def _settle(
         self,
@@ -312,7 +329,7 @@ class CognitiveLayer:
 
     def _observe_post(
         self, turn: TurnHandle, explicit: list[Decision], result: FinalizeResult | None
-    ) -> TurnResult:
+    ) -> None:
         counters = self._brain.counters
         counters.turns += 1
         counters.recorded_explicit += len(explicit)
@@ -320,6 +337,11 @@ class CognitiveLayer:
             self._brain.observe_finalize(
                 result, agent_id=turn.agent_id, decision_id=turn.decision_id
             )
+
+    @staticmethod
+    def _turn_result(
+        turn: TurnHandle, explicit: list[Decision], result: FinalizeResult | None
+    ) -> TurnResult:
         reason: str | None
         if result is None:
             layer = Layer.NOT_DELIBERATED if turn.duplicate_of is None else Layer.DUPLICATE
