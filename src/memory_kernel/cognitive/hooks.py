@@ -66,7 +66,7 @@ from memory_kernel.models.turns import (
     TurnReport,
     TurnResult,
 )
-from memory_kernel.runtime import Runtime, Vector
+from memory_kernel.runtime import Runtime, Vector, off_loop
 from memory_kernel.storage.events import Event, write_events
 from memory_kernel.taskgroup import task_group
 
@@ -249,7 +249,10 @@ class CognitiveLayer:
     async def post_turn(self, turn: TurnHandle, outcome: TurnOutcome) -> TurnResult:
         """Record what the turn decided (through the gate) and update the episode, atomically."""
         explicit_inputs = explicit_decisions(turn, outcome)
-        verdict = classify_response(
+        # Layer 1 may read all of a long response: off the event loop then.
+        verdict = await off_loop(
+            len(outcome.response_text),
+            classify_response,
             outcome.response_text,
             frame=turn.frame,
             tool_names=[t.tool_name for t in outcome.tool_results],

@@ -32,11 +32,12 @@ Phrases match as words: "pr #" does not fire inside "improvement #3".
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from enum import StrEnum
 
 from memory_kernel.brain.tool import RECORD_DECISION_TOOL
 from memory_kernel.models.base import OutputModel
+from memory_kernel.similarity import collapsed_head
 
 __all__ = [
     "ACTION_MARKERS",
@@ -47,6 +48,8 @@ __all__ = [
 ]
 
 SCAN_CHARS = 500
+# The first head of a long paragraph read for "every sentence is a question" (it grows 4x).
+_FIRST_HEAD = 4096
 ACTION_SCAN_CHARS = 300
 ACTION_MARKERS = frozenset(
     {
@@ -157,8 +160,23 @@ def _normalise(text: str) -> str:
     return " ".join(text.split())
 
 
+def _normalised_head(text: str, limit: int) -> str:
+    """``_normalise(text)[:limit]``, reading only the head of a long text (straightening
+    quotes and case folding never remove or add whitespace, nor shorten a text)."""
+    return _normalise(collapsed_head(text, limit))[:limit]
+
+
+def _pieces(text: str) -> Iterator[str]:
+    """``_SENTENCE_SPLIT.split(text)``, one piece at a time."""
+    start = 0
+    for match in _SENTENCE_SPLIT.finditer(text):
+        yield text[start : match.start()]
+        start = match.end()
+    yield text[start:]
+
+
 def _sentences(text: str) -> list[str]:
-    return [s.strip(" \"'*_-#>") for s in _SENTENCE_SPLIT.split(text) if s.strip()]
+    return [s.strip(" \"'*_-#>") for s in _pieces(text) if s.strip()]
 
 
 def _first_paragraph(text: str) -> str:
@@ -189,8 +207,21 @@ def _pattern_family(text: str) -> InformationalVerdict | None:
 
 
 def _all_questions(paragraph: str) -> bool:
-    sentences = _sentences(paragraph)
-    return bool(sentences) and all(s.endswith("?") for s in sentences)
+    """Whether every sentence of the (raw) paragraph, normalised, is a question. Read from
+    a head that grows until a sentence is not a question (usually the first) or the head is
+    the whole paragraph; the head's last sentence may be cut, so it waits for a longer one."""
+    size = _FIRST_HEAD
+    while True:
+        whole = size >= len(paragraph)
+        pieces = list(_pieces(_normalise(paragraph[:size])))
+        if not whole:
+            pieces.pop()
+        sentences = [s.strip(" \"'*_-#>") for s in pieces if s.strip()]
+        if not all(s.endswith("?") for s in sentences):
+            return False
+        if whole:
+            return bool(sentences)
+        size *= 4
 
 
 def _action_markers(text: str) -> set[str]:
@@ -212,8 +243,8 @@ def classify_response(
         return InformationalVerdict(informational=True, family=InfoFamily.FRAME, matched=frame)
     if not _WORD.search(response_text):
         return InformationalVerdict(informational=True, family=InfoFamily.EMPTY)
-    paragraph = _normalise(_first_paragraph(response_text))
-    text = _normalise(response_text)[:SCAN_CHARS]
+    paragraph = _first_paragraph(response_text)
+    text = _normalised_head(response_text, SCAN_CHARS)
     found = _pattern_family(text)
     if found is not None:
         return found

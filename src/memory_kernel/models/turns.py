@@ -13,7 +13,7 @@ from pydantic import Field, StrictFloat, field_validator, model_validator
 
 from memory_kernel.models.base import InputModel, OutputModel, ReturnedModel
 from memory_kernel.models.context import MAX_TOKEN_BUDGET, ContextReport
-from memory_kernel.models.decisions import Decision
+from memory_kernel.models.decisions import MAX_DECISION_BYTES, Decision
 from memory_kernel.models.enums import Stakes
 from memory_kernel.validation import (
     check_agent_id,
@@ -271,7 +271,8 @@ class TurnOutcome(InputModel):
     def _description(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        return check_text(value, field="decision_description", max_bytes=MAX_TURN_BYTES)
+        # It becomes the decision's description: the decision's limit.
+        return check_text(value, field="decision_description", max_bytes=MAX_DECISION_BYTES)
 
     @field_validator("decision_confidence")
     @classmethod
