@@ -18,7 +18,7 @@ from memory_kernel.models.context import ContextRequest
 from memory_kernel.models.decisions import DecisionInput
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput
-from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome
+from memory_kernel.models.turns import ToolResult, TurnHandle, TurnInput, TurnOutcome
 from tests.fuzz import strategies as s
 from tests.fuzz.checks import attempt, construct
 
@@ -134,6 +134,7 @@ async def test_decisions(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     response=TEXT, tool=(st.sampled_from(["record_decision", "search"]), s.text),
     args=(st.fixed_dictionaries({"description": s.good_text}),
           st.dictionaries(st.sampled_from(["description", "confidence", "stakes"]), s.junk)),
+    turn_id=(st.one_of(st.uuids(), st.none()), s.ids),
 ))  # fmt: skip
 async def test_hooks(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     turn = construct(
@@ -153,11 +154,25 @@ async def test_hooks(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     if turn is None:
         return
     ctx = await attempt(fuzz_kernel, "pre_turn", lambda: fuzz_kernel.pre_turn(turn))  # type: ignore[arg-type]
-    if ctx is not None and outcome is not None:
-        await attempt(
-            fuzz_kernel, "post_turn",
-            lambda: fuzz_kernel.post_turn(ctx.turn, outcome),  # type: ignore[attr-defined, arg-type]
-        )  # fmt: skip
+    if ctx is None or outcome is None:
+        return
+    # The handle crosses a checkpoint: rebuilt from JSON, its turn id hostile or missing.
+    wire = ctx.turn.model_dump(mode="json")  # type: ignore[attr-defined]
+    if f["turn_id"] is None:
+        del wire["turn_id"]
+    else:
+        wire["turn_id"] = f["turn_id"] if isinstance(f["turn_id"], str) else str(f["turn_id"])
+    handle = construct("TurnHandle", lambda: TurnHandle.model_validate(wire))
+    if handle is None:
+        return
+    first = await attempt(fuzz_kernel, "post_turn", lambda: fuzz_kernel.post_turn(handle, outcome))  # type: ignore[arg-type]
+    if first is not None:  # a repeat of the handle returns the first result, writes nothing
+        again = await attempt(
+            fuzz_kernel,
+            "post_turn (repeat)",
+            lambda: fuzz_kernel.post_turn(handle, outcome),  # type: ignore[arg-type]
+        )
+        assert again == first
 
 
 @given(f=s.fields(agent=AGENT, concurrency=(st.integers(1, 3), s.junk)), dry=st.booleans())
@@ -220,3 +235,22 @@ async def test_context(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     )
     if request is not None:
         await attempt(fuzz_kernel, "context.build", lambda: fuzz_kernel.context.build(request))  # type: ignore[arg-type]
+
+
+@given(f=s.fields(agent=AGENT, memory_id=ID, limit=K,
+                  ids=(st.lists(st.uuids(), max_size=3),
+                       st.one_of(s.junk, st.lists(s.ids, min_size=1, max_size=3)))))  # fmt: skip
+async def test_bookkeeping_and_inspection(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
+    episodes, agent = fuzz_kernel.heart.episodes, f["agent"]
+    await attempt(
+        fuzz_kernel, "episodes.record_turn",
+        lambda: episodes.record_turn(agent_id=agent, episode_id=f["memory_id"]),
+    )  # fmt: skip
+    await attempt(
+        fuzz_kernel, "episodes.record_use",
+        lambda: episodes.record_use(agent_id=agent, episode_ids=f["ids"]),
+    )  # fmt: skip
+    await attempt(
+        fuzz_kernel, "brain.get", lambda: fuzz_kernel.brain.get(f["memory_id"], agent_id=agent)
+    )
+    await attempt(fuzz_kernel, "inspect", lambda: fuzz_kernel.inspect(agent, limit=f["limit"]))
