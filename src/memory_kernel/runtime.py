@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import ParamSpec, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -15,10 +17,10 @@ from memory_kernel.embeddings import embed_checked
 from memory_kernel.errors import EmbedderError, InvalidVectorError
 from memory_kernel.judges.base import Judge
 from memory_kernel.protocols import Clock, Embedder
-from memory_kernel.similarity import words
+from memory_kernel.similarity import has_words
 from memory_kernel.storage.database import Database
 
-__all__ = ["MISSING", "Missing", "Runtime", "Vector"]
+__all__ = ["MISSING", "OFF_LOOP_CHARS", "Missing", "Runtime", "Vector", "off_loop"]
 
 #: An embedding as the library passes it around.
 Vector: TypeAlias = npt.NDArray[np.float32]
@@ -34,6 +36,25 @@ class Missing(enum.Enum):
 
 
 MISSING = Missing.MISSING
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: Text work on more characters than this runs in a worker thread (``off_loop``): a 1 MiB
+#: message read on the event loop stalled every other task of the process for tenths of a
+#: second; a short one is not worth a thread hop.
+OFF_LOOP_CHARS = 64 * 1024
+
+
+async def off_loop(chars: int, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``fn(*args, **kwargs)``, in a worker thread when it reads more than
+    ``OFF_LOOP_CHARS`` characters of text (``chars``), else right here. For pure functions
+    only (a cancelled caller stops waiting; the thread finishes unseen). Functions that read
+    long texts do it in short native calls (``similarity.space_pieces``), so the event loop
+    gets the interpreter back between them."""
+    if chars <= OFF_LOOP_CHARS:
+        return fn(*args, **kwargs)
+    return await asyncio.to_thread(fn, *args, **kwargs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +77,7 @@ class Runtime:
         direction to compare) and for every text when the embedder is down or answers
         garbage (NaN, wrong dimension): an outage stores memories without a vector, to be
         embedded later, instead of failing the caller."""
-        wanted = [i for i, t in enumerate(texts) if words(t)]
+        wanted = [i for i, t in enumerate(texts) if has_words(t)]
         found: list[Vector | None] = [None] * len(texts)
         if not wanted:
             return found

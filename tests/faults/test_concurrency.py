@@ -14,14 +14,15 @@ import time
 from collections import defaultdict
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
-from memory_kernel import FactStatus, MemoryKernel
+from memory_kernel import ConflictError, FactStatus, MemoryKernel, ValidationError
 from memory_kernel.models.consolidation import AgentRunStatus, ConsolidationProgress
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput, LearnAction
+from memory_kernel.storage import locks
 from memory_kernel.storage.tables import decisions, episodes, facts
-from memory_kernel.testing import FakeEmbedder, FrozenClock
+from memory_kernel.testing import FakeEmbedder, FrozenClock, ScriptedJudge
 from tests.conftest import QUIET, schema_config
 
 pytestmark = pytest.mark.faults
@@ -125,3 +126,67 @@ async def test_two_consolidate_all_workers_never_share_an_agent(
     statuses = [a.status for r in reports for a in r.agents]
     assert AgentRunStatus.FAILED not in statuses
     assert statuses.count(AgentRunStatus.DONE) >= len(agents)
+
+
+async def _waits_on_advisory_lock(kernel: MemoryKernel, key: int) -> bool:
+    """Whether some backend waits for the advisory lock ``key`` (a signed 64-bit number:
+    Postgres shows its high and low halves as classid and objid)."""
+    unsigned = key & 0xFFFFFFFFFFFFFFFF
+    params = {"hi": unsigned >> 32, "lo": unsigned & 0xFFFFFFFF}
+    async with kernel.database.connection() as conn:
+        waiting = await conn.scalar(
+            text(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                " AND classid::bigint = :hi AND objid::bigint = :lo AND objsubid = 1"
+            ),
+            params,
+        )
+    return bool(waiting)
+
+
+@pytest.mark.parametrize("judged", [False, True], ids=["rules", "judge"])
+async def test_ending_an_episode_a_concurrent_call_ended_is_a_conflict(
+    pg_dsn: str, drop_schema: str, judged: bool
+) -> None:
+    """Two processes end the same episode: the one that waited for the other is told of
+    the race (``ConflictError``), not that its input was wrong (``ValidationError``, as
+    before); ending an episode that had ended before the call stays a ``ValidationError``."""
+    judge = ScriptedJudge(name="scripted") if judged else None
+    async with MemoryKernel.open(
+        pg_dsn, config=schema_config(drop_schema, **QUIET), clock=FrozenClock(),
+        embedder=FakeEmbedder(), judge=judge,
+    ) as kernel:  # fmt: skip
+        episodes_ = kernel.heart.episodes
+        start = await episodes_.start(
+            EpisodeInput(agent_id="a", session_id="s", summary="Migrated billing to Postgres")
+        )
+        episode_id = start.episode.id
+        key = locks.lock_number("mk-episode-admit", "a")
+        held, release = asyncio.Event(), asyncio.Event()
+
+        async def first() -> None:
+            # The other process: it holds the agent's admission lock while it ends the
+            # episode, and commits once the second call waits for that lock.
+            async with kernel.database.transaction() as conn:
+                await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+                held.set()
+                await release.wait()
+                await episodes_.end(episode_id, agent_id="a", outcome="success")
+
+        holder = asyncio.create_task(first())
+        await held.wait()
+        second = asyncio.create_task(episodes_.end(episode_id, agent_id="a", outcome="failure"))
+        for _ in range(500):
+            if await _waits_on_advisory_lock(kernel, key):
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the second end never waited for the admission lock")
+        release.set()
+        await holder
+        with pytest.raises(ConflictError, match="concurrent"):
+            await second
+        ended = await episodes_.get(episode_id, agent_id="a")
+        assert ended.outcome == "success"
+        with pytest.raises(ValidationError, match="already ended"):
+            await episodes_.end(episode_id, agent_id="a", outcome="failure")

@@ -15,7 +15,7 @@ from memory_kernel import MemoryKernel, MemoryKernelError
 #: Generated cases per entry point in this run (printed at the end of the session).
 CASES: Counter[str] = Counter()
 
-_TABLES = ("facts", "episodes", "decisions", "memory_events", "kernel_meta")
+_TABLES = ("facts", "episodes", "decisions", "memory_events", "kernel_meta", "turn_results")
 # Row count and an order-independent digest of every row: any insert, update or delete shows.
 _DIGEST = text(
     " UNION ALL ".join(

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given
 from sqlalchemy import text
 
-from memory_kernel import ConfigError, MemoryKernel
+from memory_kernel import ConfigError, MemoryKernel, MemoryKernelError
 from memory_kernel.models.decisions import DecisionInput
 from memory_kernel.models.facts import FactInput
+from memory_kernel.models.turns import TurnInput, TurnOutcome
 from memory_kernel.testing import FakeEmbedder
 from tests.conftest import schema_config
 from tests.fuzz import strategies as s
@@ -36,13 +37,22 @@ BAD = {
 
 
 class SettableClock:
-    """A clock that returns whatever it was given, datetime or not."""
+    """A clock that returns whatever it was given, datetime or not; with ``bad_from`` set,
+    its readings from that one on (counted in ``readings``) are naive instead."""
 
     def __init__(self, value: Any = GOOD) -> None:
         self.value = value
+        self.readings = 0
+        self.bad_from: int | None = None
 
     def now(self) -> Any:
+        self.readings += 1
+        if self.bad_from is not None and self.readings >= self.bad_from:
+            return datetime(2026, 1, 1, 12)
         return self.value
+
+    def fail_from(self, reading: int | None) -> None:
+        self.readings, self.bad_from = 0, reading
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +132,39 @@ async def test_any_clock_reading(
         await attempt(kernel, "consolidate (clock)", lambda: kernel.consolidate("a2"))
     finally:
         clock.value = GOOD
+
+
+async def test_a_clock_going_bad_mid_turn_fails_the_hooks_typed(
+    clock_kernel: tuple[MemoryKernel, SettableClock],
+) -> None:
+    """Before: the clock failing in pre_turn's concurrent parts escaped as an
+    ``ExceptionGroup`` of ``ConfigError``s, which ``except MemoryKernelError`` misses.
+    Now any reading of a whole turn may go bad: the hooks raise ``ConfigError``."""
+    kernel, clock = clock_kernel
+
+    async def turn(session: str) -> None:
+        ctx = await kernel.pre_turn(
+            TurnInput(
+                agent_id="mid", session_id=session, frame="decision",
+                message="Shall we move the backups to Sunday?",
+            )
+        )  # fmt: skip
+        await kernel.post_turn(
+            ctx.turn, TurnOutcome(response_text="We'll move backups to Sunday: it is quiet.")
+        )
+
+    clock.value = GOOD
+    try:
+        clock.fail_from(None)  # count the readings of one whole turn (a fresh session)
+        await turn("count")
+        total = clock.readings
+        await kernel.context.prefetch.wait()  # its readings come after the turn returned
+        assert total >= 3
+        for n in range(1, total + 1):
+            clock.fail_from(n)
+            with pytest.raises(MemoryKernelError) as raised:  # not an ExceptionGroup
+                await turn(f"s{n}")
+            assert isinstance(raised.value, ConfigError), (n, repr(raised.value))
+            await kernel.context.prefetch.wait()
+    finally:
+        clock.fail_from(None)

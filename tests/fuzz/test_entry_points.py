@@ -18,7 +18,7 @@ from memory_kernel.models.context import ContextRequest
 from memory_kernel.models.decisions import DecisionInput
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput
-from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome
+from memory_kernel.models.turns import ToolResult, TurnHandle, TurnInput, TurnOutcome
 from tests.fuzz import strategies as s
 from tests.fuzz.checks import attempt, construct
 
@@ -45,12 +45,13 @@ async def test_learn(fuzz_kernel: MemoryKernel, f: dict[str, Any], many: bool) -
         return
     facts = fuzz_kernel.heart.facts
     if many:
-        await attempt(fuzz_kernel, "learn_many", lambda: facts.learn_many([fact, fact]))  # type: ignore[list-item]
+        # Any iterable: a generator as well as a list.
+        await attempt(fuzz_kernel, "learn_many", lambda: facts.learn_many(f for f in (fact, fact)))  # type: ignore[misc]
     else:
         await attempt(fuzz_kernel, "learn", lambda: facts.learn(fact))  # type: ignore[arg-type]
 
 
-@given(f=s.fields(agent=AGENT, query=TEXT, k=K, floor=UNIT, fact_id=ID, when=WHEN))
+@given(f=s.fields(agent=AGENT, query=TEXT, k=K, floor=UNIT, fact_id=ID, when=WHEN, limit=K))
 async def test_fact_reads(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     facts, agent = fuzz_kernel.heart.facts, f["agent"]
     await attempt(
@@ -60,7 +61,9 @@ async def test_fact_reads(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     await attempt(fuzz_kernel, "facts.history", lambda: facts.history(f["fact_id"], agent_id=agent))
     await attempt(fuzz_kernel, "facts.get", lambda: facts.get(f["fact_id"], agent_id=agent))
     await attempt(fuzz_kernel, "facts.as_of", lambda: facts.as_of(agent, f["when"]))
-    await attempt(fuzz_kernel, "facts.embed_pending", lambda: facts.embed_pending(agent))
+    await attempt(
+        fuzz_kernel, "facts.embed_pending", lambda: facts.embed_pending(agent, limit=f["limit"])
+    )
 
 
 @given(f=s.fields(agent=AGENT, session=AGENT, summary=TEXT, outcome=TEXT,
@@ -92,7 +95,8 @@ STAKES = (st.sampled_from(["low", "medium", "high", "critical"]), s.junk)
 
 
 @given(f=s.fields(agent=AGENT, session=AGENT, description=TEXT, reasoning=OPTIONAL_TEXT,
-                  confidence=UNIT, stakes=STAKES, since=WHEN, limit=K))  # fmt: skip
+                  confidence=UNIT, stakes=STAKES, since=WHEN, limit=K, label=OPTIONAL_TEXT,
+                  episode=(st.none(), s.ids)))  # fmt: skip
 async def test_decisions(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     brain, agent, session = fuzz_kernel.brain, f["agent"], f["session"]
     decision = construct(
@@ -106,13 +110,15 @@ async def test_decisions(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
         await attempt(fuzz_kernel, "brain.record", lambda: brain.record(decision))  # type: ignore[arg-type]
     started = await attempt(
         fuzz_kernel, "brain.start",
-        lambda: brain.start(agent, session, f["description"], stakes=f["stakes"]),
+        lambda: brain.start(agent, session, f["description"], stakes=f["stakes"],
+                            frame=f["label"], category=f["label"], episode_id=f["episode"]),
     )  # fmt: skip
     if started is not None:
         await attempt(
             fuzz_kernel, "brain.finalize",
             lambda: brain.finalize(started, agent_id=agent, description=f["reasoning"],  # type: ignore[arg-type]
-                                   confidence=f["confidence"], stakes=f["stakes"]),
+                                   confidence=f["confidence"], stakes=f["stakes"],
+                                   reasoning=f["label"], category=f["label"]),
         )  # fmt: skip
     await attempt(
         fuzz_kernel, "brain.get_recent_decisions",
@@ -128,6 +134,7 @@ async def test_decisions(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     response=TEXT, tool=(st.sampled_from(["record_decision", "search"]), s.text),
     args=(st.fixed_dictionaries({"description": s.good_text}),
           st.dictionaries(st.sampled_from(["description", "confidence", "stakes"]), s.junk)),
+    turn_id=(st.one_of(st.uuids(), st.none()), s.ids),
 ))  # fmt: skip
 async def test_hooks(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     turn = construct(
@@ -147,11 +154,25 @@ async def test_hooks(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     if turn is None:
         return
     ctx = await attempt(fuzz_kernel, "pre_turn", lambda: fuzz_kernel.pre_turn(turn))  # type: ignore[arg-type]
-    if ctx is not None and outcome is not None:
-        await attempt(
-            fuzz_kernel, "post_turn",
-            lambda: fuzz_kernel.post_turn(ctx.turn, outcome),  # type: ignore[attr-defined, arg-type]
-        )  # fmt: skip
+    if ctx is None or outcome is None:
+        return
+    # The handle crosses a checkpoint: rebuilt from JSON, its turn id hostile or missing.
+    wire = ctx.turn.model_dump(mode="json")  # type: ignore[attr-defined]
+    if f["turn_id"] is None:
+        del wire["turn_id"]
+    else:
+        wire["turn_id"] = f["turn_id"] if isinstance(f["turn_id"], str) else str(f["turn_id"])
+    handle = construct("TurnHandle", lambda: TurnHandle.model_validate(wire))
+    if handle is None:
+        return
+    first = await attempt(fuzz_kernel, "post_turn", lambda: fuzz_kernel.post_turn(handle, outcome))  # type: ignore[arg-type]
+    if first is not None:  # a repeat of the handle returns the first result, writes nothing
+        again = await attempt(
+            fuzz_kernel,
+            "post_turn (repeat)",
+            lambda: fuzz_kernel.post_turn(handle, outcome),  # type: ignore[arg-type]
+        )
+        assert again == first
 
 
 @given(f=s.fields(agent=AGENT, concurrency=(st.integers(1, 3), s.junk)), dry=st.booleans())
@@ -214,3 +235,22 @@ async def test_context(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     )
     if request is not None:
         await attempt(fuzz_kernel, "context.build", lambda: fuzz_kernel.context.build(request))  # type: ignore[arg-type]
+
+
+@given(f=s.fields(agent=AGENT, memory_id=ID, limit=K,
+                  ids=(st.lists(st.uuids(), max_size=3),
+                       st.one_of(s.junk, st.lists(s.ids, min_size=1, max_size=3)))))  # fmt: skip
+async def test_bookkeeping_and_inspection(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
+    episodes, agent = fuzz_kernel.heart.episodes, f["agent"]
+    await attempt(
+        fuzz_kernel, "episodes.record_turn",
+        lambda: episodes.record_turn(agent_id=agent, episode_id=f["memory_id"]),
+    )  # fmt: skip
+    await attempt(
+        fuzz_kernel, "episodes.record_use",
+        lambda: episodes.record_use(agent_id=agent, episode_ids=f["ids"]),
+    )  # fmt: skip
+    await attempt(
+        fuzz_kernel, "brain.get", lambda: fuzz_kernel.brain.get(f["memory_id"], agent_id=agent)
+    )
+    await attempt(fuzz_kernel, "inspect", lambda: fuzz_kernel.inspect(agent, limit=f["limit"]))

@@ -17,6 +17,7 @@ from memory_kernel.models.decisions import DecisionInput
 from memory_kernel.models.episodes import EpisodeEndInput, EpisodeInput
 from memory_kernel.models.facts import FactInput
 from memory_kernel.models.turns import ToolResult, TurnHandle, TurnInput, TurnOutcome
+from tests.fuzz.checks import digest
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -102,6 +103,7 @@ def _handle(**changes: Any) -> dict[str, Any]:
         lambda: FactInput(agent_id="a", content="x is y", metadata={"v": "m" * (64 * KIB)}),
         # 20,000 bytes of text, 120,000 bytes of JSON (each control character is \u00XX).
         lambda: FactInput(agent_id="a", content="x is y", metadata={"v": "\x01" * 20_000}),
+        lambda: FactInput(agent_id="a", content="x is y", derived_from=[uuid.uuid4()] * 1001),
         lambda: DecisionInput(
             agent_id="a", session_id="s", description="Use Postgres", metadata={"v": "m" * MIB}
         ),
@@ -116,9 +118,9 @@ def _handle(**changes: Any) -> dict[str, Any]:
         lambda: TurnInput(agent_id="a", session_id="s", message="Hi", signals={"v": "s" * MIB}),
         lambda: ToolResult(tool_name="record_decision", arguments={"description": "d" * MIB}),
     ],
-    ids=["fact-metadata", "fact-metadata-escaped", "decision-metadata", "episode-metadata",
-         "references-total", "artifacts-total", "handle-frame-50MB", "handle-message-5MB",
-         "handle-frame-json", "handle-id", "signals", "tool-arguments"],
+    ids=["fact-metadata", "fact-metadata-escaped", "fact-derived-from", "decision-metadata",
+         "episode-metadata", "references-total", "artifacts-total", "handle-frame-50MB",
+         "handle-message-5MB", "handle-frame-json", "handle-id", "signals", "tool-arguments"],
 )  # fmt: skip
 def test_each_field_has_a_size_limit(build: Any) -> None:
     with pytest.raises(ValidationError):
@@ -128,6 +130,7 @@ def test_each_field_has_a_size_limit(build: Any) -> None:
 def test_limits_are_inclusive() -> None:
     """Right at the limit passes: the limits are sizes, not off-by-one traps."""
     FactInput(agent_id="a", content="x is y", metadata={"v": "m" * (64 * KIB - 8)})
+    FactInput(agent_id="a", content="x is y", derived_from=[uuid.uuid4()] * 1000)
     EpisodeEndInput(agent_id="a", outcome="done", references=["r" * (64 * KIB)] * 16)
     TurnHandle.model_validate(_handle(frame="f" * 200, message="m" * MIB))
 
@@ -222,3 +225,124 @@ def test_real_numbers_still_pass() -> None:
     assert ContextRequest(agent_id="a", message="Hi", token_budget=800).token_budget == 800
     with pytest.raises(ValidationError):
         ContextRequest(agent_id="a", message="Hi", token_budget=800.0)
+
+
+# -- 6. the brain's keyword arguments ----------------------------------------------------
+
+BAD_TEXTS = {
+    "65 KiB": "c" * (64 * KIB + 1),
+    "50 MiB": "c" * (50 * MIB),
+    "NUL": "ops\x00",
+    "lone surrogate": "ops\ud800",
+    "an int": 5,
+    "bytes": b"ops",
+    "a list": ["ops"],
+}
+
+
+@pytest.mark.parametrize("value", BAD_TEXTS.values(), ids=BAD_TEXTS.keys())
+@pytest.mark.parametrize("name", ["frame", "category"])
+async def test_brain_start_bounds_its_texts(kernel: MemoryKernel, name: str, value: Any) -> None:
+    """Before: any size or type was stored (a 50 MiB frame), or failed in the driver."""
+    before = await digest(kernel)
+    with pytest.raises(ValidationError, match=name):
+        await kernel.brain.start("a", "s", "Adopt pgvector for search", **{name: value})
+    assert await digest(kernel) == before
+
+
+@pytest.mark.parametrize("value", BAD_TEXTS.values(), ids=BAD_TEXTS.keys())
+@pytest.mark.parametrize("name", ["reasoning", "category"])
+async def test_brain_finalize_bounds_its_texts(kernel: MemoryKernel, name: str, value: Any) -> None:
+    """Before: ``finalize(reasoning=5)`` raised ``AttributeError`` from the quality gate."""
+    started = await kernel.brain.start("a", f"s-{name}", "Adopt pgvector for search")
+    assert started is not None
+    before = await digest(kernel)
+    with pytest.raises(ValidationError, match=name):
+        await kernel.brain.finalize(started, agent_id="a", **{name: value})
+    assert await digest(kernel) == before
+
+
+@pytest.mark.parametrize("value", ["not-a-uuid", 5, None, b"x"])
+async def test_brain_ids_must_be_uuids(kernel: MemoryKernel, value: Any) -> None:
+    if value is not None:
+        with pytest.raises(ValidationError, match="episode_id"):
+            await kernel.brain.start("a", "s", "Adopt pgvector", episode_id=value)
+    with pytest.raises(ValidationError, match="decision_id"):
+        await kernel.brain.finalize(value, agent_id="a")
+
+
+async def test_brain_texts_at_their_limit_pass(kernel: MemoryKernel) -> None:
+    limit = "c" * (64 * KIB)
+    started = await kernel.brain.start(
+        "a", "s-limit", "Adopt pgvector for search", frame=limit, category=limit
+    )
+    assert started is not None
+    decision = await kernel.brain.finalize(
+        started, agent_id="a", reasoning="Because one store keeps it simple. " + "r" * 60_000,
+        category=limit,
+    )  # fmt: skip
+    assert decision is not None and decision.category == limit
+
+
+# -- 7. batches and counts ---------------------------------------------------------------
+
+
+def _facts(agent: str, n: int) -> list[FactInput]:
+    return [
+        FactInput(agent_id=agent, subject=f"owner {i}", content=f"Team {i} owns service {i}")
+        for i in range(n)
+    ]
+
+
+async def test_learn_many_takes_any_iterable_of_facts(kernel: MemoryKernel) -> None:
+    """Before: a generator raised ``TypeError`` (the batch was sliced)."""
+    facts = kernel.heart.facts
+    from_generator = await facts.learn_many(f for f in _facts("gen", 3))
+    from_tuple = await facts.learn_many(tuple(_facts("tup", 2)))
+    assert [o.fact.agent_id for o in from_generator] == ["gen"] * 3
+    assert len(from_tuple) == 2
+    assert await facts.learn_many(iter([])) == []
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [None, 5, "The deploy runs on Fridays", b"facts", {"agent_id": "a"},
+     FactInput(agent_id="a", content="The deploy runs on Fridays"), [None], ["a fact"]],
+    ids=["None", "int", "str", "bytes", "dict", "one fact", "[None]", "[str]"],
+)  # fmt: skip
+async def test_learn_many_refuses_what_is_no_batch_of_facts(
+    kernel: MemoryKernel, batch: Any
+) -> None:
+    before = await digest(kernel)
+    with pytest.raises(ValidationError):
+        await kernel.heart.facts.learn_many(batch)
+    assert await digest(kernel) == before
+
+
+@pytest.mark.parametrize(
+    "limit",
+    [float("nan"), float("inf"), None, "5", True, 0, -1, 2.0, 10_001, 10**30],
+    ids=["nan", "inf", "None", "str", "True", "0", "-1", "float", "10001", "1e30"],
+)
+async def test_embed_pending_limit_is_an_integer_in_range(kernel: MemoryKernel, limit: Any) -> None:
+    """Before: NaN raised ``ValueError``, ``None`` ``TypeError``; ``True`` passed as 1."""
+    with pytest.raises(ValidationError, match="limit"):
+        await kernel.heart.facts.embed_pending("a", limit=limit)
+    with pytest.raises(ValidationError, match="limit"):
+        await kernel.heart.facts.embed_pending(limit=limit)
+
+
+async def test_embed_pending_limit_at_its_bounds_passes(kernel: MemoryKernel) -> None:
+    await kernel.heart.facts.learn(
+        FactInput(agent_id="a", content="The deploy runs on Fridays", defer_embedding=True)
+    )
+    assert (await kernel.heart.facts.embed_pending("a", limit=1)).embedded == 1
+    assert (await kernel.heart.facts.embed_pending(limit=10_000)).embedded == 0
+
+
+@pytest.mark.parametrize("value", ["not-a-uuid", 5, None])
+async def test_fact_and_decision_reads_take_uuids(kernel: MemoryKernel, value: Any) -> None:
+    """Before: ``history(5)`` was a ``StorageError`` (``uuid = integer``)."""
+    for read in (kernel.heart.facts.get, kernel.heart.facts.history, kernel.brain.get):
+        with pytest.raises(ValidationError, match="_id"):
+            await read(value, agent_id="a")

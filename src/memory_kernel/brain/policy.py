@@ -33,6 +33,7 @@ from memory_kernel.brain.stats import Layer
 from memory_kernel.config.brain import BrainConfig
 from memory_kernel.errors import ValidationError
 from memory_kernel.models.decisions import (
+    MAX_DECISION_BYTES,
     PLACEHOLDER_CONFIDENCE,
     Decision,
     DedupVerdict,
@@ -40,6 +41,7 @@ from memory_kernel.models.decisions import (
     OutcomeReport,
 )
 from memory_kernel.models.enums import DecisionOutcome, Stakes
+from memory_kernel.validation import check_text
 
 if TYPE_CHECKING:
     from memory_kernel.runtime import Vector
@@ -98,6 +100,46 @@ class Finalized:
     def embedding(self) -> Vector | None:
         vector: Vector | None = self.values["embedding"]
         return vector
+
+
+def draft_fields(
+    agent_id: str,
+    session_id: str,
+    description: str,
+    *,
+    episode_id: uuid.UUID | None,
+    frame: str | None,
+    stakes: Stakes,
+    category: str | None,
+) -> dict[str, Any]:
+    """The columns of a started deliberation: active, not finalized, with the placeholder
+    confidence until the gate or the caller gives it one."""
+    return {
+        "agent_id": agent_id,
+        "session_id": session_id,
+        "episode_id": episode_id,
+        "description": description,
+        "confidence": PLACEHOLDER_CONFIDENCE,
+        "stakes": stakes.value,
+        "category": category,
+        "frame": frame,
+        "active": True,
+        "finalized": False,
+    }
+
+
+def optional_text(value: str | None, field: str) -> str | None:
+    """A decision's optional text (``frame``, ``category``, ``reasoning``) within the limit
+    of ``DecisionInput``'s (``MAX_DECISION_BYTES``); empty is ``None``."""
+    if value is None:
+        return None
+    return check_text(value, field=field, max_bytes=MAX_DECISION_BYTES, allow_empty=True) or None
+
+
+def check_id(value: object, field: str) -> uuid.UUID:
+    if not isinstance(value, uuid.UUID):
+        raise ValidationError(f"{field} must be a UUID, got {type(value).__name__}")
+    return value
 
 
 def stakes(value: Stakes | str) -> Stakes:

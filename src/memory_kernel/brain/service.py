@@ -40,7 +40,6 @@ from memory_kernel.brain.stats import GateCounters, Layer
 from memory_kernel.errors import ValidationError
 from memory_kernel.models.decisions import (
     MAX_DECISION_BYTES,
-    PLACEHOLDER_CONFIDENCE,
     Decision,
     DecisionInput,
 )
@@ -73,8 +72,17 @@ class Brain:
     # --- the explicit path -------------------------------------------------------------
 
     async def record(self, decision: DecisionInput) -> Decision:
-        """Store a decision the agent made explicitly; no filter, dedup or gate applies."""
-        stored = await self.add(decision)
+        """Store a decision the agent made explicitly; no filter, dedup or gate applies.
+        Its ``episode_id``, if any, must be an episode of the same agent (``NotFoundError``)."""
+        if not isinstance(decision, DecisionInput):
+            raise ValidationError(f"expected a DecisionInput, got {type(decision).__name__}")
+        vector = await self._vector(decision.description, MISSING)
+        async with self._rt.db.transaction() as conn:
+            if decision.episode_id is not None:
+                await store.check_episode(
+                    conn, agent_id=decision.agent_id, episode_id=decision.episode_id
+                )
+            stored = await self.add(decision, embedding=vector)
         self.counters.recorded_explicit += 1
         return stored
 
@@ -113,19 +121,25 @@ class Brain:
         stakes: Stakes | str = Stakes.MEDIUM,
         category: str | None = None,
     ) -> uuid.UUID | None:
-        """Start deliberating; ``None`` when it duplicates a recent decision of the session."""
+        """Start deliberating; ``None`` when it duplicates a recent decision of the session.
+        ``episode_id``, if given, must be an episode of ``agent_id`` (``NotFoundError``)."""
         check_agent_id(agent_id)
         check_agent_id(session_id, field="session_id")
         check_text(description, field="description", max_bytes=MAX_DECISION_BYTES)
-        result = await self.deliberate(
-            agent_id,
-            session_id,
-            description,
-            episode_id=episode_id,
-            frame=frame,
-            stakes=policy.stakes(stakes),
-            category=category,
-        )
+        if episode_id is not None:
+            policy.check_id(episode_id, "episode_id")
+        frame = policy.optional_text(frame, "frame")
+        category = policy.optional_text(category, "category")
+        level = policy.stakes(stakes)
+        vector = await self._vector(description, MISSING)
+        async with self._rt.db.transaction() as conn:
+            if episode_id is not None:  # the agent's own episode, checked in the same unit
+                await store.check_episode(conn, agent_id=agent_id, episode_id=episode_id)
+            result = await self.deliberate(
+                agent_id, session_id, description,
+                episode_id=episode_id, frame=frame, stakes=level, category=category,
+                embedding=vector,
+            )  # fmt: skip
         self.observe_start(result, agent_id=agent_id, session_id=session_id)
         return result.decision_id
 
@@ -150,18 +164,10 @@ class Brain:
             verdict = policy.duplicate(self._cfg, description, vector, recent)
             if verdict.duplicate:
                 return StartResult(decision_id=None, dedup=verdict)
-            fields = {
-                "agent_id": agent_id,
-                "session_id": session_id,
-                "episode_id": episode_id,
-                "description": description,
-                "confidence": PLACEHOLDER_CONFIDENCE,
-                "stakes": stakes.value,
-                "category": category,
-                "frame": frame,
-                "active": True,
-                "finalized": False,
-            }
+            fields = policy.draft_fields(
+                agent_id, session_id, description,
+                episode_id=episode_id, frame=frame, stakes=stakes, category=category,
+            )  # fmt: skip
             row = await store.insert(conn, fields, embedding=vector, now=self._rt.clock.now())
             await write_events(conn, [self._event(row, EventKind.DECISION_STARTED)])
         return StartResult(decision_id=row.id, dedup=verdict)
@@ -181,6 +187,7 @@ class Brain:
         """Finish a deliberation through the quality gate; ``None`` when it was rejected
         (soft-deleted with its reason) or had been rejected before. ``tool_errors``: the
         turn's tool calls errored, so a placeholder confidence is not held against it."""
+        policy.check_id(decision_id, "decision_id")
         check_agent_id(agent_id)
         if description is not None:
             check_text(description, field="description", max_bytes=MAX_DECISION_BYTES)
@@ -190,10 +197,10 @@ class Brain:
             decision_id,
             agent_id=agent_id,
             description=description,
-            reasoning=reasoning,
+            reasoning=policy.optional_text(reasoning, "reasoning"),
             confidence=confidence,
             stakes=None if stakes is None else policy.stakes(stakes),
-            category=category,
+            category=policy.optional_text(category, "category"),
             tool_errors=tool_errors,
         )
         self.observe_finalize(result, agent_id=agent_id, decision_id=decision_id)
@@ -290,6 +297,7 @@ class Brain:
 
     async def get(self, decision_id: uuid.UUID, *, agent_id: str) -> Decision:
         """One decision of ``agent_id`` (active or not); ``NotFoundError`` if there is none."""
+        policy.check_id(decision_id, "decision_id")
         check_agent_id(agent_id)
         async with self._rt.db.connection() as conn:
             return await store.get(conn, agent_id=agent_id, decision_id=decision_id)

@@ -21,10 +21,11 @@ from memory_kernel.models.decisions import Decision
 from memory_kernel.models.enums import DecisionOutcome, Stakes
 from memory_kernel.runtime import Vector
 from memory_kernel.storage import locks
-from memory_kernel.storage.tables import decisions
+from memory_kernel.storage.tables import decisions, episodes
 from memory_kernel.storage.vector import as_array
 
 __all__ = [
+    "check_episode",
     "get",
     "get_for_update",
     "insert",
@@ -58,6 +59,9 @@ _RECENT_FOR_DEDUP = (
     .order_by(decisions.c.created_at.desc(), decisions.c.id)
     .limit(bindparam("limit"))
 )
+_EPISODE = select(episodes.c.id).where(
+    episodes.c.agent_id == bindparam("agent_id"), episodes.c.id == bindparam("episode_id")
+)
 # No row has the nil UUID as id, so "exclude nothing" needs no second statement.
 _NO_ID = uuid.UUID(int=0)
 
@@ -88,6 +92,15 @@ async def lock_session(conn: AsyncConnection, *, agent_id: str, session_id: str)
     """Serialise the session's decision writes until the unit ends (re-entrant), so two
     concurrent starts cannot both find "no duplicate" and both insert."""
     await locks.lock(conn, "mk-decision", agent_id, session_id)
+
+
+async def check_episode(conn: AsyncConnection, *, agent_id: str, episode_id: uuid.UUID) -> None:
+    """``NotFoundError`` unless ``episode_id`` is an episode of ``agent_id``: a decision never
+    points at another agent's episode, or at none. (Episodes are never deleted on their own,
+    so one found here is still there at commit.)"""
+    params = {"agent_id": agent_id, "episode_id": episode_id}
+    if await conn.scalar(_EPISODE, params) is None:
+        raise NotFoundError(f"no episode {episode_id} for agent {agent_id!r}")
 
 
 async def insert(

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
+from memory_kernel.models.decisions import MAX_DECISION_BYTES
 from memory_kernel.models.turns import TurnOutcome
+from memory_kernel.similarity import collapsed_head
 
 __all__ = ["MAX_DESCRIPTION_CHARS", "draft_decision", "summarise_message"]
 
@@ -36,12 +38,21 @@ def draft_decision(outcome: TurnOutcome) -> tuple[str, str | None]:
         return outcome.decision_description.strip(), None
     text = outcome.response_text.strip()
     paragraphs = re.split(r"\n\s*\n", text, maxsplit=1)
-    description = _cut(" ".join(paragraphs[0].split()), MAX_DESCRIPTION_CHARS)
+    description = _cut(collapsed_head(paragraphs[0], MAX_DESCRIPTION_CHARS), MAX_DESCRIPTION_CHARS)
     rest = text[len(paragraphs[0]) :].strip() if len(paragraphs) > 1 else ""
-    reasoning = rest or None
+    reasoning = _within_bytes(rest, MAX_DECISION_BYTES) or None
     return description, reasoning
+
+
+def _within_bytes(text: str, limit: int) -> str:
+    """``text`` if its UTF-8 fits ``limit`` bytes (a decision's texts do: 64 KiB), else
+    cut at a sentence boundary to fit, with the ellipsis."""
+    if len(text) <= limit // 4 or len(text.encode("utf-8")) <= limit:
+        return text
+    head = text.encode("utf-8")[: limit - len("…".encode())].decode("utf-8", errors="ignore")
+    return _cut(text, len(head))
 
 
 def summarise_message(message: str) -> str:
     """The episode summary of a turn: the user's message, whitespace-collapsed and cut."""
-    return _cut(" ".join(message.split()), MAX_SUMMARY_CHARS)
+    return _cut(collapsed_head(message, MAX_SUMMARY_CHARS), MAX_SUMMARY_CHARS)

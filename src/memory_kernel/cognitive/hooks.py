@@ -12,6 +12,8 @@ is built on other connections:
 
 ``post_turn(TurnHandle, TurnOutcome) -> TurnResult`` — one unit of work, all or nothing:
 
+0. the turn is claimed (``turn_results``, by ``TurnHandle.turn_id``): a handle already
+   recorded returns its first result and writes nothing, so a retry is safe;
 1. ``record_decision`` tool results are recorded explicitly (``brain.record`` path, any
    frame, no filter); a deliberation of the same turn is abandoned, so the decision is
    not stored twice;
@@ -34,13 +36,14 @@ commit. Embeddings are computed before a unit opens.
 
 from __future__ import annotations
 
-import asyncio
+import uuid
 from dataclasses import dataclass
 
 from memory_kernel.brain import Brain
 from memory_kernel.brain.policy import FinalizeResult, StartResult
 from memory_kernel.brain.stats import Layer
 from memory_kernel.brain.tool import RECORD_DECISION_OPTIONAL
+from memory_kernel.cognitive import turn_results
 from memory_kernel.cognitive.draft import draft_decision, summarise_message
 from memory_kernel.cognitive.frames import deliberates, select_frame
 from memory_kernel.cognitive.informational import (
@@ -64,8 +67,9 @@ from memory_kernel.models.turns import (
     TurnReport,
     TurnResult,
 )
-from memory_kernel.runtime import Runtime, Vector
+from memory_kernel.runtime import Runtime, Vector, off_loop
 from memory_kernel.storage.events import Event, write_events
+from memory_kernel.taskgroup import task_group
 
 __all__ = ["CognitiveLayer"]
 
@@ -141,6 +145,8 @@ class CognitiveLayer:
 
     async def pre_turn(self, turn: TurnInput) -> TurnContext:
         """Start or reuse the episode, maybe start a deliberation, return the context."""
+        # The turn's time first: a clock gone bad fails here, before anything is written.
+        started_at = self._rt.clock.now()
         frame = select_frame(turn)
         deliberate = deliberates(frame, self._rt.config.brain.auto_deliberation_frames)
         # The summary is at most 200 characters, well inside a decision description.
@@ -149,8 +155,8 @@ class CognitiveLayer:
         (vector,) = await self._rt.embed_or_none([description])
         # The context is read on its own connections while the turn's writes commit (the
         # unit is opened inside its task, so the context's reads do not join it); the task
-        # group cancels one if the other fails.
-        async with asyncio.TaskGroup() as group:
+        # group cancels one if the other fails, and raises one typed error, not a group.
+        async with task_group() as group:
             begun = group.create_task(self._begin(turn, frame, description, vector, deliberate))
             built = group.create_task(self._build_context(turn))
         episode, started = begun.result()
@@ -162,10 +168,11 @@ class CognitiveLayer:
             episode_id=episode.episode.id,
             decision_id=None if started is None else started.decision_id,
             frame=frame,
-            started_at=self._rt.clock.now(),
+            started_at=started_at,
             duplicate_of=None if started is None else started.dedup.duplicate_of,
             message=turn.message,
             context=None if assembled is None else assembled.report,
+            turn_id=uuid.uuid4(),
         )
         report = TurnReport(
             frame=frame,
@@ -241,7 +248,10 @@ class CognitiveLayer:
     async def post_turn(self, turn: TurnHandle, outcome: TurnOutcome) -> TurnResult:
         """Record what the turn decided (through the gate) and update the episode, atomically."""
         explicit_inputs = explicit_decisions(turn, outcome)
-        verdict = classify_response(
+        # Layer 1 may read all of a long response: off the event loop then.
+        verdict = await off_loop(
+            len(outcome.response_text),
+            classify_response,
             outcome.response_text,
             frame=turn.frame,
             tool_names=[t.tool_name for t in outcome.tool_results],
@@ -259,6 +269,13 @@ class CognitiveLayer:
             draft = _Draft(draft.description, draft.reasoning, vectors.pop())
         report_event = self._report_event(turn)
         async with self._rt.db.transaction() as conn:
+            # A handle is recorded once: a repeat (a retry whose first commit went through, a
+            # re-run graph node) waits here for the first post and gets its result back.
+            first = await turn_results.claim(
+                conn, agent_id=turn.agent_id, turn_id=turn.turn_id, at=self._rt.clock.now()
+            )
+            if first is not None:
+                return first
             # The turn's deliberation first: its row lock comes before the session lock.
             result = await self._settle(turn, outcome, verdict, draft)
             explicit = [
@@ -276,6 +293,11 @@ class CognitiveLayer:
             await self._heart.episodes.record_turn(
                 agent_id=turn.agent_id, episode_id=turn.episode_id
             )
+            recorded = self._turn_result(turn, explicit, result)
+            await turn_results.save(
+                conn, agent_id=turn.agent_id, turn_id=turn.turn_id, result=recorded
+            )
+        self._observe_post(turn, explicit, result)
         if self._context is not None:
             # After commit: recall for the session's next turn in the background.
             self._context.schedule_prefetch(
@@ -283,7 +305,7 @@ class CognitiveLayer:
                 session_id=turn.session_id,
                 turns=[turn.message, outcome.response_text],
             )
-        return self._observe_post(turn, explicit, result)
+        return recorded
 
     async def _settle(
         self,
@@ -317,7 +339,7 @@ class CognitiveLayer:
 
     def _observe_post(
         self, turn: TurnHandle, explicit: list[Decision], result: FinalizeResult | None
-    ) -> TurnResult:
+    ) -> None:
         counters = self._brain.counters
         counters.turns += 1
         counters.recorded_explicit += len(explicit)
@@ -325,6 +347,11 @@ class CognitiveLayer:
             self._brain.observe_finalize(
                 result, agent_id=turn.agent_id, decision_id=turn.decision_id
             )
+
+    @staticmethod
+    def _turn_result(
+        turn: TurnHandle, explicit: list[Decision], result: FinalizeResult | None
+    ) -> TurnResult:
         reason: str | None
         if result is None:
             layer = Layer.NOT_DELIBERATED if turn.duplicate_of is None else Layer.DUPLICATE

@@ -75,7 +75,7 @@ def derive_signals(request: ContextRequest, counter: TokenCounter) -> dict[str, 
         "prompt_token_count": counter.count(message),
         "working_memory_turns": sum(1 for m in request.recent_messages if m.strip()),
         "greeting_pattern": bool(_GREETING.match(message))
-        and len(message.split()) <= _GREETING_MAX_WORDS,
+        and len(message.split(maxsplit=_GREETING_MAX_WORDS)) <= _GREETING_MAX_WORDS,
     }
     derived.update(request.signals)
     return derived

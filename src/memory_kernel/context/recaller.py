@@ -27,8 +27,8 @@ from memory_kernel.context.recall import (
 )
 from memory_kernel.errors import EmbedderError, InvalidVectorError
 from memory_kernel.models.context import MemoryHit, MemorySource
-from memory_kernel.runtime import Runtime
-from memory_kernel.similarity import words
+from memory_kernel.runtime import OFF_LOOP_CHARS, Runtime, off_loop
+from memory_kernel.similarity import has_words
 
 __all__ = ["RecallResult", "Recaller"]
 
@@ -57,11 +57,14 @@ class Recaller:
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
         self._cache: OrderedDict[_Key, tuple[float, Any]] = OrderedDict()
+        # The words of the last long query: a turn recalls several sources with one query,
+        # concurrently, and a 1 MiB message is read once (in a worker thread), not per source.
+        self._long_query: tuple[str, asyncio.Future[list[str]]] | None = None
 
     async def embed_query(self, text: str) -> Vector | None:
         """The query's vector, or ``None`` (no words, embedder down): recall then runs on
         the full-text side alone instead of failing the turn."""
-        if not words(text):
+        if not has_words(text):
             return None
         try:
             vector = (await self._rt.embed([text]))[0]
@@ -93,7 +96,7 @@ class Recaller:
         min_confidence: float,
     ) -> list[Candidate]:
         cfg = self._rt.config.context
-        words = retrieval.query_words(query)
+        words = await self._query_words(query)
         async with self._rt.db.connection() as conn:
             stats = await self._stats(conn, source, agent_id, words, min_confidence)
             return await retrieval.candidates(
@@ -107,6 +110,16 @@ class Recaller:
                 terms=retrieval.weigh(stats, words),
                 episode_confidence=cfg.episode_confidence,
             )
+
+    async def _query_words(self, query: str) -> list[str]:
+        if len(query) <= OFF_LOOP_CHARS:
+            return retrieval.query_words(query)
+        memo = self._long_query
+        if memo is None or memo[0] != query:
+            work = off_loop(len(query), retrieval.query_words, query)
+            memo = self._long_query = (query, asyncio.ensure_future(work))
+        # Shielded: one caller cancelled does not cancel the others' shared read.
+        return list(await asyncio.shield(memo[1]))
 
     async def _stats(
         self,

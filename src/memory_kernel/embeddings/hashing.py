@@ -20,6 +20,8 @@ from itertools import pairwise
 import numpy as np
 import numpy.typing as npt
 
+from memory_kernel.similarity import space_pieces
+
 __all__ = ["HashingEmbedder"]
 
 FloatMatrix = npt.NDArray[np.float32]
@@ -45,8 +47,13 @@ _STOPWORD_TEXT = """
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
-# Above this many texts the CPU work is moved off the event loop.
+# Above this many texts, or characters in all, the CPU work is moved off the event loop: a
+# 1 MiB text takes about a tenth of a second, and text full of words not seen before costs
+# several times more per character (each new word's features are hashed once, then cached).
 _THREAD_THRESHOLD = 256
+_THREAD_CHARS = 16 * 1024
+# Characters tokenised per native call in a long text (see ``_counts``).
+_PIECE_CHARS = 16 * 1024
 # Texts embedded per bincount: bounds the temporary dense block to _BLOCK * dim floats.
 _BLOCK = 1024
 
@@ -90,6 +97,29 @@ def _token_slots(token: str, dim: int) -> tuple[IntArray, FloatArray]:
 def _bigram_slot(left: str, right: str, dim: int) -> tuple[int, float]:
     slot, sign = _slot("b:" + left + " " + right, dim)
     return slot, sign * _bigram_weight(left, right)
+
+
+def _counts(text: str) -> tuple[Counter[str], Counter[tuple[str, str]]]:
+    """Counts of the lowercased text's word tokens and of its adjacent token pairs, in
+    order of first occurrence. A long text is read in whitespace-cut pieces
+    (``similarity.space_pieces``: the same tokens, in the same order, as the whole), short
+    native calls, so a worker thread embedding it hands the interpreter back often."""
+    if len(text) <= _PIECE_CHARS:
+        tokens = _TOKEN.findall(text.lower())
+        return Counter(tokens), Counter(pairwise(tokens))
+    unigrams: Counter[str] = Counter()
+    bigrams: Counter[tuple[str, str]] = Counter()
+    last: str | None = None
+    for piece in space_pieces(text, _PIECE_CHARS):
+        tokens = _TOKEN.findall(piece.lower())
+        if not tokens:
+            continue
+        unigrams.update(tokens)
+        if last is not None:
+            bigrams[last, tokens[0]] += 1  # the pair across the cut, in its place
+        bigrams.update(pairwise(tokens))
+        last = tokens[-1]
+    return unigrams, bigrams
 
 
 def _tf(count: int) -> float:
@@ -139,7 +169,7 @@ class HashingEmbedder:
         return self._dim
 
     async def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        if len(texts) > _THREAD_THRESHOLD:
+        if len(texts) > _THREAD_THRESHOLD or sum(map(len, texts)) > _THREAD_CHARS:
             return await asyncio.to_thread(self.embed_sync, texts)
         return self.embed_sync(texts)
 
@@ -157,11 +187,11 @@ class HashingEmbedder:
         bi_flat: list[int] = []
         bi_weight: list[float] = []
         for row, text in enumerate(texts):
-            tokens = _TOKEN.findall(text.lower())
-            for token, count in Counter(tokens).items():
+            unigrams, bigrams = _counts(text)
+            for token, count in unigrams.items():
                 index, weight = _token_slots(token, dim)
                 parts.append((row, 1.0 if count == 1 else _tf(count), index, weight))
-            for (left, right), count in Counter(pairwise(tokens)).items():
+            for (left, right), count in bigrams.items():
                 slot, weight_b = _bigram_slot(left, right, dim)
                 bi_flat.append(row * dim + slot)
                 bi_weight.append(weight_b if count == 1 else weight_b * _tf(count))

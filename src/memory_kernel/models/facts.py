@@ -20,6 +20,7 @@ from memory_kernel.validation import (
 )
 
 __all__ = [
+    "MAX_DERIVED_FROM",
     "MAX_FACT_BYTES",
     "Fact",
     "FactInput",
@@ -33,6 +34,8 @@ __all__ = [
 MAX_FACT_BYTES = 64 * 1024
 _MAX_SUBJECT_BYTES = 1024
 _MAX_CATEGORY_BYTES = 200
+#: Most episode ids one fact may derive from (each must be an episode of the same agent).
+MAX_DERIVED_FROM = 1000
 
 
 class LearnAction(StrEnum):
@@ -93,6 +96,13 @@ class FactInput(InputModel):
     @classmethod
     def _confidence(cls, value: float | None) -> float | None:
         return None if value is None else check_unit_interval(value, field="confidence")
+
+    @field_validator("derived_from")
+    @classmethod
+    def _derived(cls, value: tuple[uuid.UUID, ...]) -> tuple[uuid.UUID, ...]:
+        if len(value) > MAX_DERIVED_FROM:
+            raise ValueError(f"derived_from holds more than {MAX_DERIVED_FROM} episode ids")
+        return value
 
     @field_validator("metadata")
     @classmethod

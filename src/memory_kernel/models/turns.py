@@ -7,13 +7,13 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
-from pydantic import Field, StrictFloat, field_validator
+from pydantic import Field, StrictFloat, field_validator, model_validator
 
 from memory_kernel.models.base import InputModel, OutputModel, ReturnedModel
 from memory_kernel.models.context import MAX_TOKEN_BUDGET, ContextReport
-from memory_kernel.models.decisions import Decision, OutcomeReport
+from memory_kernel.models.decisions import MAX_DECISION_BYTES, Decision, OutcomeReport
 from memory_kernel.models.enums import Stakes
 from memory_kernel.validation import (
     check_agent_id,
@@ -34,6 +34,7 @@ __all__ = [
     "TurnOutcome",
     "TurnReport",
     "TurnResult",
+    "derived_turn_id",
 ]
 
 # Messages and responses are whole chat turns; beyond this they are documents, not turns.
@@ -43,6 +44,10 @@ MAX_SIGNALS_BYTES = 64 * 1024
 #: Largest context report a ``TurnHandle`` carries (UTF-8 JSON): the node names of one turn.
 MAX_REPORT_BYTES = 256 * 1024
 _MAX_LABEL_BYTES = 200
+# A handle rebuilt without a turn id (a checkpoint written before turn ids existed) carries
+# this until its validator derives one; no real turn has it.
+_DERIVE = uuid.UUID(int=0)
+_TURN_NAMESPACE = uuid.UUID("6f1d2a4e-2b7c-5d8e-9a0b-1c2d3e4f5a6b")
 
 
 class Frame(StrEnum):
@@ -148,6 +153,12 @@ class TurnHandle(ReturnedModel):
     #: The context report of this turn; ``post_turn`` persists it for ``memory-kernel inspect``
     #: (carried here so any kernel instance, in any process, can finish the turn).
     context: ContextReport | None = None
+    #: The turn's identity: ``post_turn`` records a handle once, and a repeat (a retry after
+    #: a timeout whose commit went through, a re-run graph node) returns the first result.
+    #: ``pre_turn`` draws a random one; a handle rebuilt without one (a checkpoint written
+    #: before turn ids existed) gets one derived from its other fields, so every rebuild of
+    #: that checkpoint is the same turn.
+    turn_id: uuid.UUID = _DERIVE
 
     @field_validator("agent_id", "session_id")
     @classmethod
@@ -176,6 +187,23 @@ class TurnHandle(ReturnedModel):
                 raise ValueError("context is not valid Unicode text") from exc
             check_json_text(text, field="context", max_bytes=MAX_REPORT_BYTES)
         return value
+
+    @model_validator(mode="after")
+    def _turn_id(self) -> Self:
+        if self.turn_id == _DERIVE:
+            # Frozen model: set once, here, while it is being built.
+            self.__dict__["turn_id"] = derived_turn_id(self)
+        return self
+
+
+def derived_turn_id(handle: TurnHandle) -> uuid.UUID:
+    """The turn id of a handle that carried none: a name-based UUID of the fields that tell
+    turns apart (its deliberation, its episode and start time, its message)."""
+    parts = (
+        handle.agent_id, handle.session_id, handle.episode_id, handle.decision_id,
+        handle.started_at.isoformat(), handle.duplicate_of, handle.frame, handle.message,
+    )  # fmt: skip
+    return uuid.uuid5(_TURN_NAMESPACE, "\x1f".join(str(p) for p in parts))
 
 
 class TurnReport(OutputModel):
@@ -246,7 +274,8 @@ class TurnOutcome(InputModel):
     def _description(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        return check_text(value, field="decision_description", max_bytes=MAX_TURN_BYTES)
+        # It becomes the decision's description: the decision's limit.
+        return check_text(value, field="decision_description", max_bytes=MAX_DECISION_BYTES)
 
     @field_validator("decision_confidence")
     @classmethod

@@ -35,10 +35,27 @@ _RAW_ERRORS = (
 )
 
 
-def _sqlstate(exc: BaseException) -> str | None:
+# A connection that cannot be used any more: the socket is gone, or asyncpg's protocol was
+# left in the middle of an operation ("cannot switch to state 15; another operation (2) is
+# in progress": a pooled connection a server crash interrupted mid-statement).
+_CONNECTION_ERRORS = (
+    ConnectionError,
+    OSError,
+    InterfaceError,
+    DriverInterfaceError,
+    InternalClientError,
+)
+
+
+def _chain(exc: BaseException) -> tuple[BaseException | None, ...]:
+    """``exc`` and the driver's error under it: SQLAlchemy wraps the dialect's adapter
+    (``orig``), which is raised ``from`` asyncpg's exception."""
     orig = getattr(exc, "orig", None)
-    # SQLAlchemy wraps the driver's error (``orig``); the driver path raises it directly.
-    for candidate in (exc, orig, getattr(orig, "__cause__", None), exc.__cause__):
+    return (exc, orig, getattr(orig, "__cause__", None), exc.__cause__)
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    for candidate in _chain(exc):
         code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
         if isinstance(code, str):
             return code
@@ -51,8 +68,9 @@ def map_db_error(exc: BaseException) -> MemoryKernelError:
         return exc
     state = _sqlstate(exc) or ""
     message = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:500]
-    if state.startswith(_CONNECTION_STATES) or isinstance(
-        exc, (ConnectionError, OSError, InterfaceError, DriverInterfaceError, InternalClientError)
+    # (A driver error that is also a ValueError is a parameter asyncpg could not encode.)
+    if state.startswith(_CONNECTION_STATES) or any(
+        isinstance(e, _CONNECTION_ERRORS) and not isinstance(e, ValueError) for e in _chain(exc)
     ):
         return ConnectionFailedError(f"database connection failed: {message}")
     if isinstance(exc, OperationalError) and not state:

@@ -208,3 +208,17 @@ agent_partitions = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("agent_id", "table_name"),
 )
+
+# What post_turn recorded for each turn (``TurnHandle.turn_id``): a repeat of the handle
+# returns this instead of recording the turn again. Bookkeeping, not memory: one small row
+# per turn, keyed by agent so one agent's turn ids never meet another's. ``result`` is NULL
+# only inside the post_turn that claimed the row (the claim and the result commit together).
+turn_results = Table(
+    "turn_results",
+    metadata,
+    Column("agent_id", Text, nullable=False),
+    Column("turn_id", UUID(as_uuid=True), nullable=False),
+    Column("result", JSONB),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("agent_id", "turn_id"),
+)

@@ -191,7 +191,8 @@ async def test_ef_search_is_lowered_for_the_end_transaction_only(kernel: MemoryK
     configured = str(kernel.config.storage.hnsw_ef_search)
     show = text("SELECT current_setting('hnsw.ef_search')")
     async with kernel.database.transaction() as conn:
-        await admission_store.lock_admission(conn, "a1", 17)
+        before = await admission_store.lock_admission(conn, "a1", 17, started.episode.id)
+        assert before == "ongoing"
         found = await admission_store.get_for_end(
             conn, agent_id="a1", episode_id=started.episode.id, vector=None, k=3,
             min_similarity=0.7,
@@ -210,7 +211,7 @@ async def test_the_end_read_searches_with_the_vector_given_else_the_stored_one(
     started = await kernel.heart.episodes.start(_ep(other))
     given = (await kernel.embedder.embed([TASK]))[0]
     async with kernel.database.transaction() as conn:
-        await admission_store.lock_admission(conn, "a1", 40)
+        await admission_store.lock_admission(conn, "a1", 40, started.episode.id)
         by_stored = await admission_store.get_for_end(
             conn, agent_id="a1", episode_id=started.episode.id, vector=None, k=3,
             min_similarity=0.7,

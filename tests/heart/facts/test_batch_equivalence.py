@@ -11,6 +11,7 @@ from sqlalchemy import text
 
 from memory_kernel import MemoryKernel
 from memory_kernel.heart.facts import service
+from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput, LearnAction
 from tests.heart.facts.states import fact_events, fact_rows
 
@@ -43,6 +44,16 @@ def _batch(agent: str) -> list[FactInput]:
 
 
 async def _learn_stored(kernel: MemoryKernel, agent: str) -> None:
+    # derived_from must name the agent's own episodes: both agents get SOURCE, one id, so
+    # their rows compare equal.
+    started = await kernel.heart.episodes.start(
+        EpisodeInput(agent_id=agent, session_id="s", summary="Reviewed the deploy runbook")
+    )
+    async with kernel.database.transaction() as conn:
+        await conn.execute(
+            text("UPDATE episodes SET id = :source WHERE agent_id = :agent AND id = :id"),
+            {"source": SOURCE, "agent": agent, "id": started.episode.id},
+        )
     for content, subject in STORED:
         await kernel.heart.facts.learn(FactInput(agent_id=agent, content=content, subject=subject))
 

@@ -68,10 +68,13 @@ _VECTOR = bindparam("vector", type_=VectorType())
 # Transaction-local (``is_local``): the pool's next user gets the configured value back.
 _SET_EF = text("SELECT set_config('hnsw.ef_search', :ef_search, true)")
 # The end's first statement: the agent's admission lock (``storage.locks``' scheme) and the
-# search's ef_search together, one round trip instead of two.
+# search's ef_search together, one round trip instead of two; and the episode's status in
+# the statement's snapshot, taken before it waits for the lock: an end that finds the
+# episode ended once it holds the lock knows whether a concurrent end did it meanwhile.
 _LOCK_ADMISSION = text(
-    "SELECT pg_advisory_xact_lock(:key), set_config('hnsw.ef_search', :ef_search, true)"
-).bindparams(bindparam("key", type_=BigInteger))
+    "SELECT pg_advisory_xact_lock(:key), set_config('hnsw.ef_search', :ef_search, true),"
+    " (SELECT status FROM episodes WHERE agent_id = :agent AND id = :episode) AS before"
+).bindparams(bindparam("key", type_=BigInteger), _AGENT, bindparam("episode", type_=_c.id.type))
 
 
 async def set_ef_search(conn: AsyncConnection, ef_search: int) -> None:
@@ -79,12 +82,17 @@ async def set_ef_search(conn: AsyncConnection, ef_search: int) -> None:
     await conn.execute(_SET_EF, {"ef_search": str(ef_search)})
 
 
-async def lock_admission(conn: AsyncConnection, agent_id: str, ef_search: int) -> None:
+async def lock_admission(
+    conn: AsyncConnection, agent_id: str, ef_search: int, episode_id: uuid.UUID
+) -> str | None:
     """Serialise the agent's admissions until the transaction ends (statements run after
     this see everything the lock's previous holder committed) and set the search's
-    ``ef_search`` (as :func:`set_ef_search`)."""
+    ``ef_search`` (as :func:`set_ef_search`). Returns ``episode_id``'s status as it was
+    before the wait for the lock (``None``: no such episode then)."""
     key = locks.lock_number("mk-episode-admit", agent_id)
-    await conn.execute(_LOCK_ADMISSION, {"key": key, "ef_search": str(ef_search)})
+    params = {"key": key, "ef_search": str(ef_search), "agent": agent_id, "episode": episode_id}
+    before = (await conn.execute(_LOCK_ADMISSION, params)).one().before
+    return None if before is None else str(before)
 
 
 #: What a candidate needs: the judge's view, plus its group head for a MERGE.

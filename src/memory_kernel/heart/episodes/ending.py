@@ -43,7 +43,13 @@ from memory_kernel.heart.episodes.policy import (
 )
 from memory_kernel.judges.base import AdmissionRequest, AdmissionRun, AdmissionVerdict, Judge
 from memory_kernel.judges.rules import AdmissionRules
-from memory_kernel.models.enums import AdmissionStatus, DecidedBy, EventKind, MemoryKind
+from memory_kernel.models.enums import (
+    AdmissionStatus,
+    DecidedBy,
+    EpisodeStatus,
+    EventKind,
+    MemoryKind,
+)
 from memory_kernel.models.episodes import AdmissionDecision, Episode, EpisodeEnd, EpisodeEndInput
 from memory_kernel.runtime import MISSING, Missing, Runtime, Vector
 from memory_kernel.storage.events import Event
@@ -107,12 +113,13 @@ class Admission:
         if args.summary is not None:
             given = (args.summary, (await self._rt.embed_or_none([args.summary]))[0])
         answer = None
-        if self._judge is not None:
+        if self._judge is not None:  # (it saw the episode ongoing, or raised)
             given, answer = await self._consult(self._judge, episode_id, args, given)
-        ended = await self._admit(episode_id, args, given, answer)
+        seen = self._judge is not None
+        ended = await self._admit(episode_id, args, given, answer, seen_ongoing=seen)
         if isinstance(ended, _Unembedded):
             given = (ended.summary, (await self._rt.embed_or_none([ended.summary]))[0])
-            ended = await self._admit(episode_id, args, given, answer)
+            ended = await self._admit(episode_id, args, given, answer, seen_ongoing=True)
         if isinstance(ended, _Unembedded):
             raise AssertionError("unreachable: the kept summary was embedded")
         return ended
@@ -141,11 +148,15 @@ class Admission:
         args: EpisodeEndInput,
         given: _Given | None,
         answer: JudgeAnswer | None,
+        *,
+        seen_ongoing: bool,
     ) -> EpisodeEnd | _Unembedded:
-        """The end's transaction: lock, read, decide, write."""
+        """The end's transaction: lock, read, decide, write. ``seen_ongoing``: an earlier
+        step of this call saw the episode ongoing."""
         async with self._rt.db.transaction() as conn:
-            await sql.lock_admission(conn, args.agent_id, self._ef_search)
-            read = await self._read(conn, episode_id, args, given)
+            before = await sql.lock_admission(conn, args.agent_id, self._ef_search, episode_id)
+            raced = seen_ongoing or before == EpisodeStatus.ONGOING.value
+            read = await self._read(conn, episode_id, args, given, ongoing_before=raced)
             if isinstance(read, _Unembedded):
                 return read
             return await self._decide_and_write(conn, args, read, answer)
@@ -156,6 +167,8 @@ class Admission:
         episode_id: uuid.UUID,
         args: EpisodeEndInput,
         given: _Given | None,
+        *,
+        ongoing_before: bool,
     ) -> _Read | _Unembedded:
         """The ongoing episode, locked, the vector of its final summary and its admission
         candidates, searched in the same round trip with the given vector or else the
@@ -168,7 +181,8 @@ class Admission:
             k=self._cfg.admission_candidates,
             min_similarity=self._cfg.admission_similarity,
         )
-        stored = check_ongoing(None if found is None else found.episode, episode_id)
+        episode = None if found is None else found.episode
+        stored = check_ongoing(episode, episode_id, ongoing_before=ongoing_before)
         assert found is not None  # check_ongoing raised otherwise
         final = stored.summary if args.summary is None else args.summary
         vector = _final_vector(final, stored, found.vector, given)

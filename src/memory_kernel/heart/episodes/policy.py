@@ -15,7 +15,7 @@ from typing import Any
 
 import pydantic
 
-from memory_kernel.errors import NotFoundError, ValidationError
+from memory_kernel.errors import ConflictError, NotFoundError, ValidationError
 from memory_kernel.judges.base import AdmissionRequest, AdmissionRun, AdmissionVerdict
 from memory_kernel.judges.rules import AdmissionRules, OutcomeClass, classify_outcome
 from memory_kernel.judges.rules import decide_admission as rule_verdict
@@ -68,11 +68,19 @@ def check_id(episode_id: object) -> None:
         raise ValidationError(f"episode_id must be a UUID, got {type(episode_id).__name__}")
 
 
-def check_ongoing(episode: Episode | None, episode_id: uuid.UUID) -> Episode:
-    """The loaded episode if it exists and is still ongoing (only those can end)."""
+def check_ongoing(
+    episode: Episode | None, episode_id: uuid.UUID, *, ongoing_before: bool = False
+) -> Episode:
+    """The loaded episode if it exists and is still ongoing (only those can end).
+    ``ongoing_before``: this call saw it ongoing earlier, so if it has ended now a concurrent
+    end won the race (``ConflictError``), not a caller ending it twice (``ValidationError``)."""
     if episode is None:
         raise NotFoundError(f"episode {episode_id} does not exist for this agent")
     if episode.status is not EpisodeStatus.ONGOING:
+        if ongoing_before:
+            raise ConflictError(
+                f"episode {episode_id} was ended by a concurrent call ({episode.status})"
+            )
         raise ValidationError(f"episode {episode_id} has already ended ({episode.status})")
     return episode
 

@@ -132,6 +132,8 @@ class EpisodeService:
         """Count one use (e.g. the episode was put in a prompt) of each episode; returns how
         many exist. MERGE sums these counters into the canonical episode."""
         check_agent_id(agent_id)
+        if isinstance(episode_ids, str | bytes) or not isinstance(episode_ids, Sequence):
+            raise ValidationError("episode_ids must be a sequence of UUIDs")
         for episode_id in episode_ids:
             check_id(episode_id)
         if not episode_ids:

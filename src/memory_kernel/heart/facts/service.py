@@ -11,7 +11,7 @@ order and writes each agent's part in one statement (``store_write``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TypeVar
 
@@ -39,7 +39,7 @@ from memory_kernel.storage.search import nearest
 from memory_kernel.storage.tables import facts
 from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
 
-__all__ = ["READ_CHUNK", "FactService"]
+__all__ = ["MAX_PENDING", "READ_CHUNK", "FactService"]
 
 T = TypeVar("T")
 
@@ -49,6 +49,40 @@ DECIDE_CHUNK = 1000
 READ_CHUNK = 64
 _MAX_QUERY_BYTES = 16 * 1024
 _MAX_CHAIN_HOPS = 10_000
+#: Most facts one ``embed_pending`` call takes per agent (``ConsolidationConfig.pending_batch``
+#: is at most as large).
+MAX_PENDING = 10_000
+
+
+def _as_batch(batch: Iterable[FactInput]) -> list[FactInput]:
+    """``learn_many``'s batch as a list; ``ValidationError`` for anything not an iterable of
+    facts (``None``, a number, a single fact or a string, which iterate into other things)."""
+    if isinstance(batch, FactInput | str | bytes | Mapping) or not isinstance(batch, Iterable):
+        raise ValidationError(
+            f"learn_many takes an iterable of FactInput, got {type(batch).__name__}"
+        )
+    return list(batch)
+
+
+async def _check_derived(conn: AsyncConnection, batch: Sequence[FactInput]) -> None:
+    """``NotFoundError`` unless every ``derived_from`` id is an episode of the fact's agent
+    (in the learn's unit: nothing is written otherwise)."""
+    derived: dict[str, set[uuid.UUID]] = {}
+    for fact in batch:
+        if fact.derived_from:
+            derived.setdefault(fact.agent_id, set()).update(fact.derived_from)
+    for agent, ids in sorted(derived.items()):
+        missing = await store.missing_episodes(conn, agent, ids)
+        if missing:
+            raise NotFoundError(
+                f"derived_from names {len(missing)} id(s) that are no episode of agent "
+                f"{agent!r}, e.g. {missing[0]}"
+            )
+
+
+def _check_id(fact_id: object) -> None:
+    if not isinstance(fact_id, uuid.UUID):
+        raise ValidationError(f"fact_id must be a UUID, got {type(fact_id).__name__}")
 
 
 class FactService:
@@ -63,10 +97,12 @@ class FactService:
         """Store ``fact`` unless it duplicates a current one; retire what it replaces."""
         return (await self.learn_many([fact]))[0]
 
-    async def learn_many(self, batch: Sequence[FactInput]) -> list[LearnOutcome]:
+    async def learn_many(self, batch: Iterable[FactInput]) -> list[LearnOutcome]:
         """The same as calling :meth:`learn` for each fact in order, in far fewer round trips.
+        ``batch``: any iterable of ``FactInput`` (a list, a generator…), read once.
         All or nothing: one unit of work (the caller's, when one is open), decided in chunks
         of 1000 facts; embedding happens before it opens."""
+        batch = _as_batch(batch)
         chunks = [
             await self._prepare(batch[i : i + DECIDE_CHUNK])
             for i in range(0, len(batch), DECIDE_CHUNK)
@@ -77,6 +113,7 @@ class FactService:
         outcomes: list[LearnOutcome] = []
         async with self._rt.db.transaction() as conn:
             await store.lock_agents(conn, agents)
+            await _check_derived(conn, batch)
             for prepared in chunks:
                 outcomes += await self._learn_chunk(conn, prepared)
         # New facts wait, staged, for the index worker. (In a caller's unit this is noted
@@ -185,8 +222,8 @@ class FactService:
         arrived and after (consolidation calls this)."""
         if agent_id is not None:
             check_agent_id(agent_id)
-        if limit < 1:
-            raise ValidationError("limit must be at least 1")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PENDING:
+            raise ValidationError(f"limit must be an integer between 1 and {MAX_PENDING}")
         if agent_id is None:
             async with self._rt.db.connection() as conn:
                 agents = await store.agents_with_pending(conn, limit)
@@ -230,6 +267,7 @@ class FactService:
 
     async def get(self, fact_id: uuid.UUID, *, agent_id: str) -> Fact:
         check_agent_id(agent_id)
+        _check_id(fact_id)
         async with self._rt.db.connection() as conn:
             found = await store.by_ids(conn, agent_id, [fact_id])
         if not found:
@@ -277,6 +315,7 @@ class FactService:
     async def history(self, fact_id: uuid.UUID, *, agent_id: str) -> list[Fact]:
         """The supersession chain ``fact_id`` belongs to (both directions), oldest first."""
         check_agent_id(agent_id)
+        _check_id(fact_id)
         async with self._rt.db.connection() as conn:
             chain = {f.id: f for f in await store.by_ids(conn, agent_id, [fact_id])}
             if not chain:

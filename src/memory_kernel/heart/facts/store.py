@@ -24,13 +24,14 @@ from sqlalchemy import (
     Row,
     Text,
     TextClause,
+    bindparam,
     cast,
     func,
     literal_column,
     select,
     text,
 )
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.facts.candidates import Found, Item, Known
@@ -39,12 +40,12 @@ from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import Fact
 from memory_kernel.storage import locks
 from memory_kernel.storage.search import knn_sql
-from memory_kernel.storage.tables import facts
+from memory_kernel.storage.tables import episodes, facts
 from memory_kernel.storage.vector import as_array
 
 __all__ = [
     "CURRENT", "FACT_COLUMNS", "LOCK_SCOPE", "agents_with_pending", "as_of", "by_ids",
-    "chain_step", "lock_agents", "pending", "read_candidates", "read_statement",
+    "chain_step", "lock_agents", "missing_episodes", "pending", "read_candidates", "read_statement",
     "still_pending", "text_search", "to_fact",
 ]  # fmt: skip
 
@@ -67,6 +68,22 @@ async def lock_agents(conn: AsyncConnection, agent_ids: Iterable[str]) -> None:
     change and subject supersession read, then write: without the lock two concurrent
     learns could both miss each other."""
     await locks.lock_many(conn, LOCK_SCOPE, agent_ids)
+
+
+_EPISODES = select(episodes.c.id).where(
+    episodes.c.agent_id == bindparam("agent_id"),
+    episodes.c.id == func.any(bindparam("ids", type_=ARRAY(episodes.c.id.type))),
+)
+
+
+async def missing_episodes(
+    conn: AsyncConnection, agent_id: str, ids: Iterable[uuid.UUID]
+) -> list[uuid.UUID]:
+    """Those of ``ids`` that are no episode of ``agent_id`` (``derived_from`` must name the
+    agent's own episodes). Episodes are never deleted on their own: one found stays."""
+    wanted = sorted(set(ids))
+    found = set((await conn.scalars(_EPISODES, {"agent_id": agent_id, "ids": wanted})).all())
+    return [i for i in wanted if i not in found]
 
 
 # -- the candidates of a learn -------------------------------------------------------------
