@@ -142,6 +142,16 @@ class HeartConfig(Frozen):
             "below 0.65 negations in long LoCoMo observations flag unrelated statements)."
         ),
     )
+    fact_scorer_dir: str | None = Field(
+        default=None,
+        description=(
+            "Directory with the learned fact scorers (update.json, duplicate.json, "
+            "admission.json, as written by scripts/train_fact_scorers.py). A file missing "
+            "there, or no directory, uses the packaged weights, fitted on the development "
+            "data with the default embedder: their cosine feature belongs to it, so retrain "
+            "for another embedder (docs/tuning.md)."
+        ),
+    )
     fact_neighbours: int = Field(
         default=8,
         ge=1,

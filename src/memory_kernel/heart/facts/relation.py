@@ -1,33 +1,43 @@
 """Pure pair classification: is a new fact a duplicate of an old one, an update of the same
 slot with a new value, a contradiction, or unrelated?
 
-The rules are deterministic and need no LLM. They look at the cosine of the two embeddings
-and at the words: values (numbers, amounts, times, dates), opposite meanings, the aligned
-"frame" of the two sentences, the head (who/what the sentence is about) and change markers
-("now", "anymore", "moved", "switched"). The order of the checks is the policy: a flipped
-meaning or a changed value is never a duplicate.
+No LLM. The order of the checks is the policy (precision first: when it cannot be sure that
+the new fact replaces the old one, both stay current and recall orders them, newest first):
+
+1. the same words: a duplicate; too dissimilar: unrelated;
+2. a flipped meaning (negation, antonym, swapped comparison): a contradiction;
+3. vetoes, from the slot view (``slots``): a question, a list item ("another", "too",
+   "include"), a goal / plan / hearsay on one side only, or a different identifier
+   ("Article 25" / "Article 37") is never an update;
+4. two statements in parallel (``frames``): only a changed value, nothing else, is an
+   update; no difference at all is a duplicate; another holder, attribute or scope is
+   neither; a change marker ("now", "switched") with the same holder is an update;
+5. otherwise two learned scorers (``scorer``: logistic regression over the pair features
+   of ``pairs``) decide: an update above their write threshold, a duplicate above theirs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from difflib import SequenceMatcher
+from dataclasses import dataclass, field
 from enum import StrEnum
 
+from memory_kernel.heart.facts.frames import FrameDiff, compare
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
+from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features
 from memory_kernel.heart.facts.polarity import flip_reason
+from memory_kernel.heart.facts.scorer import LinearScorer, packaged
+from memory_kernel.heart.facts.slots import Statement, statement
 
-__all__ = ["PairRelation", "PairVerdict", "RelationThresholds", "classify_pair"]
+__all__ = [
+    "PairRelation", "PairVerdict", "RelationThresholds", "classify_pair", "default_scorers",
+    "may_be_duplicate", "scored_stage", "update_probability", "veto",
+]  # fmt: skip
 
 # Words that announce that a statement replaces an earlier one.
 _CHANGE_MARKERS = frozenset(
     {"now", "anymore", "longer", "switched", "changed", "again", "nowadays", "moved",
      "became", "become", "still", "previously", "formerly"}
 )  # fmt: skip
-
-
-# Words outside the shared frame (both sides together) for a "same frame, new value" change.
-_MAX_SUBSTITUTED_WORDS = 4
 
 
 class PairRelation(StrEnum):
@@ -37,9 +47,15 @@ class PairRelation(StrEnum):
     UNRELATED = "unrelated"
 
 
+def default_scorers() -> tuple[LinearScorer, LinearScorer]:
+    """The packaged (update, duplicate) scorers."""
+    return packaged("update", PAIR_FEATURES), packaged("duplicate", PAIR_FEATURES)
+
+
 @dataclass(frozen=True, slots=True)
 class RelationThresholds:
-    """Cosine and word-overlap cut-offs (defaults live in ``HeartConfig``)."""
+    """Cosine and word-overlap cut-offs (defaults live in ``HeartConfig``) and the learned
+    scorers with their thresholds (packaged unless the configuration names others)."""
 
     dedup_similarity: float
     dedup_coverage: float
@@ -48,6 +64,8 @@ class RelationThresholds:
     update_floor: float
     update_shared: float
     contradiction_similarity: float
+    update_scorer: LinearScorer = field(default_factory=lambda: default_scorers()[0])
+    duplicate_scorer: LinearScorer = field(default_factory=lambda: default_scorers()[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,30 +97,6 @@ def _shared(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     return len(exact) + fuzzy
 
 
-def _unique_both_sides(a: TextFeatures, b: TextFeatures) -> bool:
-    return _shared(a.content, b.content) < len(set(a.content)) and _shared(
-        b.content, a.content
-    ) < len(set(b.content))
-
-
-def _substitution(a: TextFeatures, b: TextFeatures) -> str | None:
-    """The two sentences share a frame and differ in one aligned span with content on both
-    sides: "owned by the billing team" / "owned by the platform team"."""
-    matcher = SequenceMatcher(a=a.content, b=b.content, autojunk=False)
-    equal = sum(block.size for block in matcher.get_matching_blocks())
-    shorter = min(len(a.content), len(b.content))
-    unmatched = len(a.content) + len(b.content) - 2 * equal
-    # A swapped slot leaves the rest of the sentence intact; more rewording than a few
-    # words is a paraphrase or a different statement, not a slot change.
-    if shorter == 0 or equal / shorter < 0.5 or unmatched > _MAX_SUBSTITUTED_WORDS:
-        return None
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "replace" and not _shared(a.content[i1:i2], b.content[j1:j2]):
-            old, new = " ".join(a.content[i1:i2]), " ".join(b.content[j1:j2])
-            return f"same frame, {old!r} became {new!r}"
-    return None
-
-
 def _same_slot(a: TextFeatures, b: TextFeatures, t: RelationThresholds) -> bool:
     """Same head (who/what it is about) and enough shared words besides the head to be the
     same attribute: the low-similarity side of a knowledge update ("Rachel moved to Chicago"
@@ -127,6 +121,60 @@ def _values_changed(old: TextFeatures, new: TextFeatures) -> str:
     return f"value changed: {gone} -> {came}"
 
 
+def veto(old: Statement, new: Statement) -> str | None:
+    """Why ``new`` cannot be an update of ``old``, whatever else they share."""
+    if old.question or new.question:
+        return "a question is not an update"
+    if new.list_item:
+        return "a list item adds, it does not replace"
+    if old.irrealis != new.irrealis:
+        return "a goal, plan or report beside a statement"
+    keys_old = old.identifiers | {v for _, v in old.values}
+    keys_new = new.identifiers | {v for _, v in new.values}
+    if old.identifiers - keys_new or new.identifiers - keys_old:
+        return "different identifiers"
+    return None
+
+
+def _scored(scorer: LinearScorer, features: dict[str, float]) -> float:
+    return scorer.probability([features[name] for name in scorer.features])
+
+
+def update_probability(
+    old: TextFeatures, new: TextFeatures, similarity: float, t: RelationThresholds
+) -> float:
+    """The update scorer's probability that ``new`` gives a new value of ``old``'s slot
+    (0 when a veto applies): what recall uses to show the newer of two current facts
+    first."""
+    s_old, s_new = statement(old.text), statement(new.text)
+    if veto(s_old, s_new) is not None:
+        return 0.0
+    diff = compare(s_old, s_new)
+    if diff.value_only:
+        return 1.0
+    return _scored(t.update_scorer, pair_features(s_old, s_new, similarity, diff))
+
+
+def _frame_verdict(
+    old: TextFeatures, new: TextFeatures, diff: FrameDiff, why_not: str | None,
+    t: RelationThresholds,
+) -> tuple[PairRelation, str] | None:  # fmt: skip
+    """The decision of a parallel pair, or ``None`` when it is not parallel."""
+    if not diff.parallel:
+        return None
+    if diff.same:
+        return PairRelation.DUPLICATE, f"same frame, same words (shared {diff.shared:.2f})"
+    if why_not is not None:
+        return PairRelation.UNRELATED, why_not
+    if diff.value_only:
+        return PairRelation.UPDATE, _values_changed(old, new)
+    if diff.entity:
+        return PairRelation.UNRELATED, "same frame, another holder or identifier"
+    if _has_change_marker(old, new) and _same_slot(old, new, t):
+        return PairRelation.UPDATE, "same holder, new value, change marker"
+    return PairRelation.UNRELATED, "same frame, another attribute, scope or detail"
+
+
 def classify_pair(
     old: TextFeatures, new: TextFeatures, similarity: float, t: RelationThresholds
 ) -> PairVerdict:
@@ -144,26 +192,35 @@ def classify_pair(
         if similarity >= t.contradiction_similarity:
             return verdict(PairRelation.CONTRADICTION, flip)
         return verdict(PairRelation.UNRELATED, f"not similar enough to contradict ({flip})")
-    if old.values != new.values:
-        # A value replaced by another is an update; a value only added or dropped is new
-        # detail, which is neither the same fact nor a reason to retire the old one.
-        replaced = bool(old.values - new.values) and bool(new.values - old.values)
-        if replaced and (similarity >= t.update_similarity or _same_slot(old, new, t)):
-            return verdict(PairRelation.UPDATE, _values_changed(old, new))
-        return verdict(PairRelation.UNRELATED, "different values")
-    if similarity >= t.update_similarity:
-        substitution = _substitution(old, new)
-        if substitution is not None:
-            return verdict(PairRelation.UPDATE, substitution)
-    if _has_change_marker(old, new) and _same_slot(old, new, t) and _unique_both_sides(old, new):
-        return verdict(PairRelation.UPDATE, "same head, new value, change marker")
-    if similarity < t.dedup_similarity:
-        return verdict(PairRelation.UNRELATED, "different content")
-    old_words, new_words = set(old.content), set(new.content)
-    old_shared, new_shared = _shared(old.content, new.content), _shared(new.content, old.content)
-    larger = max(len(old_words), len(new_words))
-    share = min(old_shared, new_shared) / larger if larger else 1.0
-    novel = max(len(old_words) - old_shared, len(new_words) - new_shared)
-    if share >= t.dedup_coverage and novel <= t.dedup_max_novel:
-        return verdict(PairRelation.DUPLICATE, f"paraphrase (word coverage {share:.2f})")
+    s_old, s_new = statement(old.text), statement(new.text)
+    why_not = veto(s_old, s_new)
+    diff = compare(s_old, s_new)
+    framed = _frame_verdict(old, new, diff, why_not, t)
+    if framed is not None:
+        return verdict(*framed)
+    features = pair_features(s_old, s_new, similarity, diff)
+    p_update = 0.0 if why_not is not None else _scored(t.update_scorer, features)
+    if may_be_duplicate(s_old, s_new, diff) and similarity >= t.dedup_similarity:
+        p_same = _scored(t.duplicate_scorer, features)
+        if p_same >= t.duplicate_scorer.threshold("merge") and p_same >= p_update:
+            return verdict(PairRelation.DUPLICATE, f"learned: same meaning (p={p_same:.2f})")
+    if p_update >= t.update_scorer.threshold("write"):
+        return verdict(PairRelation.UPDATE, f"learned: same slot, new value (p={p_update:.2f})")
     return verdict(PairRelation.UNRELATED, "different content")
+
+
+def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff) -> bool:
+    """Two statements with other values or another identifier never say the same."""
+    return old.values == new.values and not diff.entity and old.question == new.question
+
+
+def scored_stage(
+    old: TextFeatures, new: TextFeatures
+) -> tuple[Statement, Statement, FrameDiff] | None:
+    """The slot views and alignment of a pair the learned scorers decide (``None``: the rules
+    decide it before them): what their training data is made of."""
+    if old.words == new.words or flip_reason(old, new) is not None:
+        return None
+    s_old, s_new = statement(old.text), statement(new.text)
+    diff = compare(s_old, s_new)
+    return None if diff.parallel else (s_old, s_new, diff)

@@ -31,6 +31,7 @@ from memory_kernel.heart.facts.policy import (
     outcome,
 )
 from memory_kernel.heart.facts.relation import RelationThresholds
+from memory_kernel.heart.facts.scorers import Scorers, load_scorers
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import Fact, FactInput, FactMatch, FactSearchHit, LearnOutcome
 from memory_kernel.runtime import Runtime
@@ -56,6 +57,14 @@ class FactService:
 
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
+        self._scorers: Scorers | None = None
+
+    @property
+    def scorers(self) -> Scorers:
+        """The learned scorers of the configuration (read once)."""
+        if self._scorers is None:
+            self._scorers = load_scorers(self._rt.config.heart.fact_scorer_dir)
+        return self._scorers
 
     # -- learning -----------------------------------------------------------------------
 
@@ -146,6 +155,8 @@ class FactService:
             update_floor=cfg.fact_update_floor,
             update_shared=cfg.fact_update_shared,
             contradiction_similarity=cfg.fact_contradiction_similarity,
+            update_scorer=self.scorers.update,
+            duplicate_scorer=self.scorers.duplicate,
         )
 
     async def _prepare(self, batch: Sequence[FactInput]) -> list[Prepared]:
@@ -162,7 +173,9 @@ class FactService:
                     input=fact,
                     subject_key=normalise_subject(fact.subject),
                     features=features(fact.content),
-                    admission=admit_fact(fact.content, explicit=fact.explicit),
+                    admission=admit_fact(
+                        fact.content, explicit=fact.explicit, scorer=self.scorers.admission
+                    ),
                     confidence=(
                         cfg.default_confidence if fact.confidence is None else fact.confidence
                     ),

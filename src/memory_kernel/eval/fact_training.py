@@ -1,0 +1,193 @@
+"""Training data and fitting of the learned fact scorers (update, duplicate, admission),
+shared by ``scripts/train_fact_scorers.py`` (the shipped weights, fitted on every
+development row) and the cross-validation harness (``eval/fact_models.py``: fitted on the
+training folds only), so both fit the same way.
+
+Pairs are scored only where the rules leave them (``relation.scored_stage``: not the same
+words, no flipped meaning, not written in parallel), so each scorer is trained on the kind
+of pair it will see. Besides the labelled pairs, every file's statements are paired at
+random with statements of *other* rows ("cross pairs"): a fact next to an unrelated one is
+neither an update nor a duplicate, which the labelled pairs alone (all on one topic) never
+show.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from memory_kernel.eval.kernel_api import (
+    ADMISSION_FEATURES,
+    PAIR_FEATURES,
+    LinearScorer,
+    admission_features,
+    features,
+    fit_scorer,
+    is_question,
+    is_request,
+    may_be_duplicate,
+    pair_features,
+    scored_stage,
+    veto,
+)
+from memory_kernel.protocols import Embedder
+
+__all__ = [
+    "LabelledPair",
+    "admission_scorer",
+    "cosine_of",
+    "duplicate_scorer",
+    "read_admission",
+    "read_dedup",
+    "read_ku",
+    "statements_of",
+    "update_scorer",
+]
+
+#: Random partners per statement for the cross pairs; fixed seed: reproducible weights.
+CROSS_PER_ROW = 3
+CROSS_SEED = 1
+#: Merge and write thresholds are the lowest probability above every training negative,
+#: plus this margin, never below the floors (a calibrated 0.5 means "as likely as not").
+MARGIN = 0.02
+WRITE_FLOOR, MERGE_FLOOR = 0.7, 0.6
+#: A fact is rejected only when the scorer is 4:1 sure it is filler: a fact wrongly
+#: rejected is lost, filler wrongly kept only costs recall a little noise.
+ADMIT_AT = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledPair:
+    key: str
+    old: str
+    new: str
+    update: bool | None  # None: not an update question (a dedup pair)
+    same: bool | None  # None: not a dedup question (a knowledge-update pair)
+
+
+def _rows(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def read_ku(path: Path) -> list[LabelledPair]:
+    out = []
+    for row in _rows(path):
+        key = str(row.get("id", row.get("qi")))
+        label = str(row.get("label") or "update")
+        out.append(LabelledPair(f"{path.name}:{key}", str(row["old_fact"]),
+                                str(row["new_fact"]), label == "update", False))  # fmt: skip
+    return out
+
+
+def read_dedup(path: Path) -> list[LabelledPair]:
+    out = []
+    for row in _rows(path):
+        same = bool(int(str(row["label"])))
+        kind = str(row.get("kind") or "")
+        # A paraphrase is no new value; a topic neighbour is no new value of the same slot.
+        update = False if same or kind == "unrelated_same_topic" else None
+        out.append(LabelledPair(f"{path.name}:{row['id']}", str(row["a"]), str(row["b"]),
+                                update, same))  # fmt: skip
+    return out
+
+
+def read_admission(path: Path) -> list[tuple[str, bool]]:
+    return [(str(r["content"]), r["label"] == "admit") for r in _rows(path)]
+
+
+def cross_pairs(pairs: Sequence[LabelledPair]) -> list[LabelledPair]:
+    """Each pair's older statement beside the newer statements of random other pairs."""
+    rng = random.Random(CROSS_SEED)
+    out = []
+    for i, pair in enumerate(pairs):
+        others = [j for j in range(len(pairs)) if j != i]
+        for j in rng.sample(others, min(CROSS_PER_ROW, len(others))):
+            out.append(LabelledPair(f"{pair.key}x{pairs[j].key}", pair.old, pairs[j].new,
+                                    False, False))  # fmt: skip
+    return out
+
+
+async def cosine_of(pairs: Sequence[LabelledPair], embedder: Embedder) -> dict[str, float]:
+    from memory_kernel.eval.kernel_api import embed_checked
+
+    texts = sorted({t for p in pairs for t in (p.old, p.new)})
+    vectors = await embed_checked(embedder, texts, timeout=None)
+    at = {t: vectors[i] for i, t in enumerate(texts)}
+    return {p.key: float(np.dot(at[p.old], at[p.new])) for p in pairs}
+
+
+def _threshold(probabilities: Sequence[float], floor: float) -> float:
+    return round(min(max(max(probabilities, default=0.0) + MARGIN, floor), 0.99), 4)
+
+
+def _stage(pairs: Sequence[LabelledPair], cosines: dict[str, float], *, update: bool
+           ) -> tuple[list[dict[str, float]], list[float]]:  # fmt: skip
+    xs, ys = [], []
+    for pair in pairs:
+        label = pair.update if update else pair.same
+        if label is None:
+            continue
+        staged = scored_stage(features(pair.old), features(pair.new))
+        if staged is None:
+            continue
+        old, new, diff = staged
+        if update and veto(old, new) is not None:
+            continue
+        if not update and not may_be_duplicate(old, new, diff):
+            continue
+        xs.append(pair_features(old, new, cosines[pair.key], diff))
+        ys.append(float(label))
+    return xs, ys
+
+
+def _fit_pairs(name: str, pairs: Sequence[LabelledPair], cosines: dict[str, float], *,
+               update: bool, sources: Sequence[str]) -> LinearScorer:  # fmt: skip
+    xs, ys = _stage([*pairs, *cross_pairs(pairs)], cosines, update=update)
+    x = np.array([[f[n] for n in PAIR_FEATURES] for f in xs], dtype=np.float64)
+    y = np.array(ys, dtype=np.float64)
+    trained = {"files": list(sources), "pairs": len(y), "positives": int(y.sum())}
+    model = fit_scorer(name, PAIR_FEATURES, x, y, trained_on=trained)
+    negatives = [model.probability(row) for row, label in zip(x, y, strict=True) if not label]
+    key, floor = ("write", WRITE_FLOOR) if update else ("merge", MERGE_FLOOR)
+    thresholds = {key: _threshold(negatives, floor)}
+    if update:
+        thresholds["read"] = 0.5
+    return replace(model, thresholds=thresholds)
+
+
+def update_scorer(pairs: Sequence[LabelledPair], cosines: dict[str, float],
+                  sources: Sequence[str] = ()) -> LinearScorer:  # fmt: skip
+    """The update scorer fitted on ``pairs`` (knowledge-update pairs, plus the dedup pairs
+    that say something about updates) and their cross pairs."""
+    return _fit_pairs("update", pairs, cosines, update=True, sources=sources)
+
+
+def duplicate_scorer(pairs: Sequence[LabelledPair], cosines: dict[str, float],
+                     sources: Sequence[str] = ()) -> LinearScorer:  # fmt: skip
+    """The duplicate scorer fitted on ``pairs`` (dedup pairs; knowledge-update pairs are
+    never duplicates) and their cross pairs."""
+    return _fit_pairs("duplicate", pairs, cosines, update=False, sources=sources)
+
+
+def statements_of(pairs: Sequence[LabelledPair]) -> list[tuple[str, bool]]:
+    """The statements of the dedup and knowledge-update pairs, as facts to admit: each was
+    written as a fact worth remembering (the questions and requests among them never reach
+    the scorer, the rules reject them first)."""
+    texts = sorted({t for p in pairs for t in (p.old, p.new)})
+    return [(t, True) for t in texts if not is_question(t) and not is_request(t)]
+
+
+def admission_scorer(rows: Sequence[tuple[str, bool]], sources: Sequence[str] = ()
+                     ) -> LinearScorer:  # fmt: skip
+    """The admission scorer fitted on ``(content, admit)`` rows (both classes weigh the
+    same in total)."""
+    x = np.array([[admission_features(text)[n] for n in ADMISSION_FEATURES] for text, _ in rows])
+    y = np.array([float(admit) for _, admit in rows])
+    trained = {"files": list(sources), "rows": len(y), "positives": int(y.sum())}
+    model = fit_scorer("admission", ADMISSION_FEATURES, x, y, trained_on=trained, l2=3)
+    return replace(model, thresholds={"admit": ADMIT_AT})

@@ -1,0 +1,106 @@
+"""Pure features of a pair of statements (older, newer) for the learned relation scorers:
+how much of each side the other covers, whether the holders match, how the values and
+identifiers compare, and the mood of each side. Built on :mod:`slots`; cheap (a few set
+operations per pair), so every candidate of a ``learn`` can be scored.
+"""
+
+from __future__ import annotations
+
+from memory_kernel.heart.facts.frames import FrameDiff, compare
+from memory_kernel.heart.facts.slots import Statement
+
+__all__ = ["PAIR_FEATURES", "covered", "pair_features"]
+
+PAIR_FEATURES = (
+    "cosine", "cover_old", "cover_new", "holder_cover", "holder_swap", "value_changed",
+    "value_shared", "value_one_side", "identifier_mismatch", "name_swap", "question",
+    "list_item", "irrealis_differs", "change_new", "time_swap", "personal_both",
+    "frame_shared", "frame_entity", "frame_other", "frame_value",
+)  # fmt: skip
+
+
+def _match(word: str, pool: frozenset[str]) -> bool:
+    """Same stem, a shared long prefix (night/nightly), or a compound's part
+    (houseplants/plant)."""
+    if word in pool:
+        return True
+    for other in pool:
+        short, long_ = (word, other) if len(word) <= len(other) else (other, word)
+        if len(short) >= 4 and (long_.startswith(short[:5]) and len(short) >= 5):
+            return True
+        if len(short) >= 4 and long_.endswith(short):
+            return True
+    return False
+
+
+def covered(words: tuple[str, ...] | frozenset[str], pool: frozenset[str]) -> float:
+    """Share of ``words`` (distinct) that ``pool`` has a match for; 1.0 when there are none."""
+    distinct = set(words)
+    if not distinct:
+        return 1.0
+    return sum(_match(w, pool) for w in distinct) / len(distinct)
+
+
+def _unmatched(words: tuple[str, ...], pool: frozenset[str]) -> int:
+    return sum(not _match(w, pool) for w in set(words) if w != "i")
+
+
+def _value_relation(old: Statement, new: Statement) -> tuple[float, float, float]:
+    """(a type on both sides with another value, a value on both sides, values on one side
+    only)."""
+    shared = float(bool(old.values & new.values))
+    changed = 0.0
+    for kind in old.value_types() & new.value_types():
+        mine = {v for k, v in old.values if k == kind}
+        theirs = {v for k, v in new.values if k == kind}
+        if not mine <= theirs:
+            changed = 1.0
+    one_side = float(bool(old.values) != bool(new.values))
+    return changed, shared, one_side
+
+
+def _identifier_mismatch(old: Statement, new: Statement) -> float:
+    """Identifiers of one side that the other side does not name: a different thing."""
+    keys_old = old.identifiers | {v for _, v in old.values}
+    keys_new = new.identifiers | {v for _, v in new.values}
+    gone, came = old.identifiers - keys_new, new.identifiers - keys_old
+    if gone and came:
+        return 1.0
+    return 0.5 if gone or came else 0.0
+
+
+def pair_features(
+    old: Statement, new: Statement, cosine: float, diff: FrameDiff | None = None
+) -> dict[str, float]:
+    """Every pair feature by name (:data:`PAIR_FEATURES`); a scorer picks the ones it was
+    trained on."""
+    old_pool, new_pool = old.content, new.content
+    changed, shared, one_side = _value_relation(old, new)
+    holder_swap = float(
+        _unmatched(old.holder, new_pool) > 0 and _unmatched(new.holder, old_pool) > 0
+    )
+    names_gone, names_came = old.names - new.names, new.names - old.names
+    times_gone, times_came = old.time_words - new.time_words, new.time_words - old.time_words
+    diff = diff or compare(old, new)
+    return {
+        "cosine": cosine,
+        "cover_old": covered(old.content, new_pool),
+        "cover_new": covered(new.content, old_pool),
+        "holder_cover": covered(old.holder, new_pool),
+        "holder_swap": holder_swap,
+        "value_changed": changed,
+        "value_shared": shared,
+        "value_one_side": one_side,
+        "identifier_mismatch": _identifier_mismatch(old, new),
+        "name_swap": float(bool(names_gone) and bool(names_came)),
+        "question": float(old.question or new.question),
+        "list_item": float(old.list_item or new.list_item),
+        "irrealis_differs": float(old.irrealis != new.irrealis),
+        "change_new": float(new.change),
+        "time_swap": float(bool(times_gone) and bool(times_came)),
+        "personal_both": float(old.personal and new.personal),
+        "frame_shared": diff.shared,
+        "frame_entity": float(min(diff.entity, 2)) / 2,
+        "frame_other": float(min(diff.other, 3)) / 3,
+        "frame_value": float(min(diff.value, 2)) / 2,
+    }

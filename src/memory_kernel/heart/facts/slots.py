@@ -1,0 +1,274 @@
+"""Pure slot/value view of one statement: who or what it is about (the holder), what it
+says of it (the predicate), the values it gives (typed: amount, time, date, count, ...),
+the identifiers it names, and its mood (question, list item, goal or hearsay).
+
+Dedup, supersession and admission all read statements through this view. Two statements
+update each other only when they talk about the same holder and attribute and give another
+value; a number used as an identifier ("Article 25", "unit 2B", "p99", "PEP 484") names a
+different thing, it is not a new value of the same one. No model and no I/O: closed word
+classes of English (auxiliaries, citation nouns, time words) and the shape of tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, stem, value_of
+
+__all__ = ["Statement", "statement"]
+
+
+def _set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Tokens with their case: times with am/pm, amounts, codes, numbers, words.
+_RAW = re.compile(
+    r"\d{1,2}(?::\d{2})?\s?(?:[ap]\.?m\.?)(?![a-z])"
+    r"|\d{1,2}:\d{2}(?::\d{2})?"
+    r"|[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|bn|million|billion)\b)?"
+    r"|\d+(?:\.\d+)?-[A-Za-z]+"
+    r"|[A-Za-z]+[-.]?\d(?:[\w.-]*\w)?|\d+[A-Za-z]\w*"
+    r"|\d[\d,]*(?:\.\d+)*%?"
+    r"|\w+(?:['’]\w+)?"
+    r"|[?]",
+    re.IGNORECASE,
+)
+_AMPM = re.compile(r"^(\d{1,2})(?::(\d{2}))?\s?([ap])\.?m\.?$", re.IGNORECASE)
+_UNIT_SUFFIX = re.compile(r"^(\d[\d,.]*)(kg|g|mg|ml|l|km|mi|gb|tb|mb|kb|ms|s|h|x|lbs?|c|f)$")
+_MONEY = re.compile(r"^([$€£¥])?\s?(\d[\d,]*(?:\.\d+)?)\s?(k|m|bn|million|billion)?$")
+_SCALE = {"k": 1e3, "m": 1e6, "bn": 1e9, "million": 1e6, "billion": 1e9}
+_KIND = re.compile(r"^\d+(?:\.\d+)?-[a-z]+$")  # "1-bedroom", "45-minute": a kind of thing
+
+# Nouns whose number names a thing rather than measuring it.
+_CITATION = _set(
+    """
+    article articles section sections clause clauses annex appendix figure fig table chapter
+    day week round game question problem task lesson session slide row column
+    page paragraph exhibit item rule pep rfc iso ticket issue bug case unit apartment apt
+    room suite gate platform flight route line bus lot id version v release
+    build model tier level stage phase step season episode volume vol part grade class
+    """
+)
+_AUXILIARIES = _set(
+    """
+    is are was were be been am has have had do does did will would can could should must
+    may might shall need needs isn't aren't wasn't weren't doesn't don't didn't won't
+    can't hasn't haven't 's 're 've 'm
+    """
+)
+# Common verbs (base forms; inflections are matched through ``stem``).
+_VERB_TEXT = """
+go run own live work pay cost take use keep get make hold lead manage report ship send
+meet start end open close leave join move switch change hand book rent buy sell eat drink
+weigh expire renew require cover track show introduce include need want prefer like love
+hate visit see call store proof bake brew drive fly deploy release apply retain host
+support store serve sit stand reach hit cross finish fill lock accept reject allow deny
+mean say tell ask think know feel seem become remain stay belong consist contain
+"""
+_VERBS = frozenset(stem(w) for w in _VERB_TEXT.split())
+_SUBJECT_PRONOUNS = _set("i we you he she they it there")
+_ADVERBS = _set("only mostly usually always never still now currently also just often really")
+
+_QUESTION_OPENERS = _set(
+    "what which who whom whose when where why how is are can could should would do does "
+    "did will shall may"
+)
+# A statement that adds to a list rather than replacing an item of it.
+_LIST_MARKERS = _set("another also too additionally other include includes including besides")
+# Not a plain statement of how things are: a goal, plan, wish, condition, reminder,
+# hearsay, or a search ("looking at ... in the $X-$Y range").
+_IRREALIS = _set(
+    """
+    goal goals plan plans planning want wants wanted hope hoping wish if unless would
+    remind reminder should someone somebody reportedly rumour looking shopping
+    considering thinking maybe perhaps might could
+    """
+)
+# Words announcing that a value changed.
+_CHANGE_TEXT = """
+now instead anymore longer switched switch changed change moved move became become
+new newly updated bumped bumped pushed rescheduled revised dropped replaced retired
+upgraded downgraded deferred handed took over since starting effective finally up down
+from as of went gone
+"""
+_CHANGE = _set(_CHANGE_TEXT)
+
+_TIME_WORDS = _set(
+    """
+    today tonight yesterday tomorrow morning mornings afternoon afternoons evening evenings
+    night nights weekday weekdays weekend weekends daily weekly monthly yearly annual annually
+    summer winter spring autumn fall season week month year quarter
+    """
+)
+_DURATION_UNITS = _set(
+    "second seconds sec secs minute minutes min mins hour hours hr hrs day days week weeks "
+    "month months year years ms"
+)
+_WEEKDAYS = _set("monday tuesday wednesday thursday friday saturday sunday")
+_MONTHS = _set("january february march april june july august september october november december")
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """The parsed view of one statement (see the module docstring)."""
+
+    text: str
+    holder: tuple[str, ...]  # content stems before the main verb ("i" / "i:sister" kept)
+    predicate: tuple[str, ...]  # content stems after it (no values)
+    values: frozenset[tuple[str, str]]  # (type, normalised value)
+    identifiers: frozenset[str]  # codes and cited numbers: "2b" (unit 2B), "p99", "484"
+    names: frozenset[str]  # capitalised words inside the sentence (lowercased)
+    question: bool
+    list_item: bool
+    irrealis: bool
+    change: bool  # announces a change
+    time_words: frozenset[str]
+    personal: bool
+    # The statement in order, for aligning two of them: ("v", "type=value") for a value,
+    # ("id", key) for an identifier, ("h" | "p", stem) for a content word of the holder or
+    # the predicate, with the word as written (for names and abbreviations).
+    items: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def content(self) -> frozenset[str]:
+        return frozenset(self.holder) | frozenset(self.predicate)
+
+    def value_types(self) -> frozenset[str]:
+        return frozenset(kind for kind, _ in self.values)
+
+
+def _raw_tokens(text: str) -> list[str]:
+    return [t.replace("’", "'") for t in _RAW.findall(text)]
+
+
+def _typed_value(token: str, lower: str, nxt: str) -> tuple[str, str] | None:
+    """``(type, value)`` of a token that is a value, with the next word as its unit."""
+    ampm = _AMPM.match(lower)
+    if ampm:
+        hours, minutes, half = ampm.groups()
+        hour = int(hours) % 12 + (12 if half == "p" else 0)
+        return "time", f"{hour}:{minutes or '00'}"
+    if lower in _WEEKDAYS or lower.rstrip("s") in _WEEKDAYS:
+        return "day", lower.rstrip("s")
+    if lower in _MONTHS:
+        return "date", lower
+    money = _MONEY.match(lower)
+    if money and (money.group(1) or money.group(3)):
+        currency, number, scale = money.groups()
+        amount = float(number.replace(",", "")) * _SCALE.get(scale or "", 1.0)
+        shown = str(int(amount)) if amount.is_integer() else str(amount)
+        return ("money" if currency else "number"), f"{currency or ''}{shown}"
+    unit = _UNIT_SUFFIX.match(lower)
+    if unit:
+        return "measure", f"{unit.group(1).replace(',', '')}{unit.group(2)}"
+    value = value_of(lower)
+    if value is None:
+        return None
+    if ":" in value:
+        return "time", value
+    if value[0] in "$€£¥":
+        return "money", value
+    if value.endswith("%"):
+        return "percent", value
+    if value.endswith("th"):
+        return "date", value
+    if nxt in _DURATION_UNITS:
+        return "duration", f"{value} {stem(nxt)}"
+    if re.fullmatch(r"(19|20)\d\d", value):
+        return "year", value
+    if "." in value and token[0].isdigit() and value.count(".") >= 1 and nxt not in ("",):
+        return "number", value
+    return "number", value
+
+
+def _identifier(code: str) -> str:
+    """The comparable part of an identifier: "v3" and "version 3" are the same one, and so
+    are "P1" and "P1s"."""
+    version = re.fullmatch(r"v(\d[\d.]*)", code)
+    if version:
+        return version.group(1)
+    code = code.strip(".-")
+    return code[:-1] if re.fullmatch(r"[a-z]+\d+s", code) else code
+
+
+def _verb_index(lower: list[str]) -> int:
+    """Where the main verb is: the first auxiliary or common verb after the subject."""
+    start = 1
+    if lower and lower[0] in _SUBJECT_PRONOUNS:
+        start = 1
+    for i in range(start, len(lower)):
+        word = lower[i]
+        if word in _AUXILIARIES or (word.startswith("'") and word in _AUXILIARIES):
+            return i
+        if "'" in word:
+            continue
+        if stem(word) in _VERBS and lower[i - 1] not in ("the", "a", "an", "my", "our", "your"):
+            return i
+    return len(lower)
+
+
+@lru_cache(maxsize=65_536)
+def statement(text: str) -> Statement:
+    raw = _raw_tokens(text)
+    lower = [t.lower() for t in raw if t != "?"]
+    words = [t for t in raw if t != "?"]
+    split = _verb_index(lower)
+    holder: list[str] = []
+    predicate: list[str] = []
+    values: set[tuple[str, str]] = set()
+    identifiers: set[str] = set()
+    names: set[str] = set()
+    items: list[tuple[str, str, str]] = []
+    for i, (token, low) in enumerate(zip(words, lower, strict=True)):
+        prev = lower[i - 1] if i else ""
+        nxt = lower[i + 1] if i + 1 < len(lower) else ""
+        has_digit = any(c.isdigit() for c in low)
+        is_code = has_digit and any(c.isalpha() for c in low) and not _AMPM.match(low)
+        if prev in _CITATION and (has_digit or len(low) <= 3) and low not in FUNCTION_WORDS:
+            identifiers.add(_identifier(low))
+            items.append(("id", _identifier(low), token))
+            continue
+        if _KIND.match(low):
+            items.append(("p" if i >= split else "h", low, token))
+            continue
+        money = _MONEY.match(low)
+        if is_code and not _UNIT_SUFFIX.match(low) and not (money and money.group(3)):
+            identifiers.add(_identifier(low))
+            items.append(("id", _identifier(low), token))
+            continue
+        typed = _typed_value(token, low, nxt)
+        if typed is not None:
+            values.add(typed)
+            items.append(("v", f"{typed[0]}={typed[1]}", token))
+            continue
+        base = low.split("'")[0]
+        if base in FUNCTION_WORDS or not base:
+            if i < split and base in ("my", "our", "i", "we") and not holder:
+                holder.append("i")
+            continue
+        if token[:1].isupper() and i > 0 and base not in _CITATION:
+            names.add(base)
+        (holder if i < split else predicate).append(stem(base))
+        items.append(("h" if i < split else "p", stem(base), token))
+    lowered = set(lower)
+    question = text.rstrip().endswith("?") or bool(
+        lower and lower[0] in _QUESTION_OPENERS and lower[0] not in ("is", "are") and split <= 1
+    )
+    return Statement(
+        text=text,
+        holder=tuple(holder),
+        predicate=tuple(predicate),
+        values=frozenset(values),
+        identifiers=frozenset(identifiers),
+        names=frozenset(names),
+        question=question,
+        list_item=bool(lowered & _LIST_MARKERS) or "one of" in " ".join(lower),
+        irrealis=bool(lowered & _IRREALIS),
+        change=bool(lowered & _CHANGE),
+        time_words=frozenset(lowered & _TIME_WORDS),
+        personal=bool(lowered & {"i", "my", "me", "we", "our", "i'm", "i've", "we're"}),
+        items=tuple(items),
+    )
