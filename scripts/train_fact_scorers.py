@@ -21,29 +21,21 @@ from pathlib import Path
 from memory_kernel.eval import fact_training as ft
 from memory_kernel.eval.embedders import close_embedder, embedder_from_name
 
-KU = ("ku_update_pairs_dev.jsonl", "ku_distinct_pairs_dev.jsonl", "ku_pairs_dev.jsonl")
-DEDUP = ("dedup_pairs_authored_dev.jsonl", "dedup_pairs_dev.jsonl")
-ADMISSION = ("fact_admission_authored_dev.jsonl", "fact_admission_dev.jsonl")
 OUT = Path(__file__).resolve().parents[1] / "src/memory_kernel/heart/facts/weights"
 
 
 async def fitted(dev: Path, embedder_name: str) -> list[dict[str, object]]:
     """The three scorers fitted on every development row, as JSON documents."""
-    ku = [p for name in KU for p in ft.read_ku(dev / "knowledge_update" / name)]
-    dedup = [p for name in DEDUP for p in ft.read_dedup(dev / "dedup_pairs" / name)]
-    rows = [r for name in ADMISSION for r in ft.read_admission(dev / "fact_admission" / name)]
+    data = ft.DevData.read(dev)
     embedder = embedder_from_name(embedder_name)
     try:
-        pairs = [*ku, *dedup]
-        cosines = await ft.cosine_of([*pairs, *ft.cross_pairs(pairs)], embedder)
+        update = await ft.fit_pairs("update", data.pairs, embedder, data.files)
+        duplicate = await ft.fit_pairs("duplicate", data.pairs, embedder, data.files)
     finally:
         await close_embedder(embedder)
+    rows = [*data.admission, *ft.statements_of(data.pairs)]
+    models = [update, duplicate, ft.admission_scorer(rows, data.files)]
     sources = {"embedder": embedder.name, "script": "scripts/train_fact_scorers.py"}
-    models = [
-        ft.update_scorer(pairs, cosines, [*KU, *DEDUP]),
-        ft.duplicate_scorer(pairs, cosines, [*DEDUP, *KU]),
-        ft.admission_scorer([*rows, *ft.statements_of(pairs)], [*ADMISSION, *KU, *DEDUP]),
-    ]
     docs = []
     for model in models:
         doc = model.to_json()

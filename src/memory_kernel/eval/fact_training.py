@@ -38,10 +38,12 @@ from memory_kernel.eval.kernel_api import (
 from memory_kernel.protocols import Embedder
 
 __all__ = [
+    "DevData",
     "LabelledPair",
     "admission_scorer",
     "cosine_of",
     "duplicate_scorer",
+    "fit_pairs",
     "read_admission",
     "read_dedup",
     "read_ku",
@@ -59,6 +61,43 @@ WRITE_FLOOR, MERGE_FLOOR = 0.7, 0.6
 #: A fact is rejected only when the scorer is 4:1 sure it is filler: a fact wrongly
 #: rejected is lost, filler wrongly kept only costs recall a little noise.
 ADMIT_AT = 0.2
+
+
+#: The development files each scorer learns from (``shared/eval/dev/<folder>/<file>``).
+KU_FILES = ("ku_update_pairs_dev.jsonl", "ku_distinct_pairs_dev.jsonl", "ku_pairs_dev.jsonl")
+DEDUP_FILES = ("dedup_pairs_authored_dev.jsonl", "dedup_pairs_dev.jsonl")
+ADMISSION_FILES = ("fact_admission_authored_dev.jsonl", "fact_admission_dev.jsonl")
+
+
+@dataclass(frozen=True, slots=True)
+class DevData:
+    """Every development row the scorers learn from (``exclude``: a file left out, the one
+    cross-validation holds folds of)."""
+
+    pairs: list[LabelledPair]
+    admission: list[tuple[str, bool]]
+    files: list[str]
+
+    @classmethod
+    def read(cls, dev: Path, exclude: Path | None = None) -> DevData:
+        pairs: list[LabelledPair] = []
+        rows: list[tuple[str, bool]] = []
+        files: list[str] = []
+        skip = exclude.resolve() if exclude is not None else None
+        for folder, names, reader in (
+            ("knowledge_update", KU_FILES, read_ku), ("dedup_pairs", DEDUP_FILES, read_dedup),
+        ):  # fmt: skip
+            for name in names:
+                path = dev / folder / name
+                if path.is_file() and path.resolve() != skip:
+                    pairs += reader(path)
+                    files.append(name)
+        for name in ADMISSION_FILES:
+            path = dev / "fact_admission" / name
+            if path.is_file() and path.resolve() != skip:
+                rows += read_admission(path)
+                files.append(name)
+        return cls(pairs, rows, files)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +158,15 @@ async def cosine_of(pairs: Sequence[LabelledPair], embedder: Embedder) -> dict[s
     vectors = await embed_checked(embedder, texts, timeout=None)
     at = {t: vectors[i] for i, t in enumerate(texts)}
     return {p.key: float(np.dot(at[p.old], at[p.new])) for p in pairs}
+
+
+async def fit_pairs(
+    kind: str, pairs: Sequence[LabelledPair], embedder: Embedder, sources: Sequence[str] = ()
+) -> LinearScorer:
+    """The ``update`` or ``duplicate`` scorer fitted on ``pairs`` (embedded here)."""
+    cosines = await cosine_of([*pairs, *cross_pairs(pairs)], embedder)
+    fit = update_scorer if kind == "update" else duplicate_scorer
+    return fit(pairs, cosines, sources)
 
 
 def _threshold(probabilities: Sequence[float], floor: float) -> float:

@@ -9,13 +9,13 @@ from __future__ import annotations
 from memory_kernel.heart.facts.frames import FrameDiff, compare
 from memory_kernel.heart.facts.slots import Statement
 
-__all__ = ["PAIR_FEATURES", "covered", "pair_features"]
+__all__ = ["PAIR_FEATURES", "covered", "pair_features", "topic_shared"]
 
 PAIR_FEATURES = (
     "cosine", "cover_old", "cover_new", "holder_cover", "holder_swap", "value_changed",
     "value_shared", "value_one_side", "identifier_mismatch", "name_swap", "question",
     "list_item", "irrealis_differs", "change_new", "time_swap", "personal_both",
-    "frame_shared", "frame_entity", "frame_other", "frame_value",
+    "frame_shared", "frame_entity", "frame_other", "frame_value", "topic_shared",
 )  # fmt: skip
 
 
@@ -39,6 +39,30 @@ def covered(words: tuple[str, ...] | frozenset[str], pool: frozenset[str]) -> fl
     if not distinct:
         return 1.0
     return sum(_match(w, pool) for w in distinct) / len(distinct)
+
+
+# Words too common to show that two statements are about the same thing: time words and
+# units belong to values, these adjectives qualify anything.
+_GENERIC = frozenset(
+    """
+    new old last first next other same big small good great main time day week month year
+    hour minut second today tonight now morning night weekend weekday everi thing lot way
+    """.split()
+)
+
+
+def topic_shared(old: Statement, new: Statement) -> int:
+    """Content words (not generic ones), names and identifiers the two statements share,
+    plus one for a typed value (a time, an amount, a date) replaced by one of its type:
+    without any, they are not about the same thing, whatever their cosine says."""
+    pool = frozenset(w for w in new.content if w not in _GENERIC)
+    words = sum(_match(w, pool) for w in set(old.content) if w not in _GENERIC and w != "i")
+    typed = {k for k in old.value_types() & new.value_types() if k != "number"}
+    retyped = any(
+        {v for k, v in old.values if k == kind} != {v for k, v in new.values if k == kind}
+        for kind in typed
+    )
+    return words + len(old.names & new.names) + len(old.identifiers & new.identifiers) + retyped
 
 
 def _unmatched(words: tuple[str, ...], pool: frozenset[str]) -> int:
@@ -94,7 +118,7 @@ def pair_features(
         "identifier_mismatch": _identifier_mismatch(old, new),
         "name_swap": float(bool(names_gone) and bool(names_came)),
         "question": float(old.question or new.question),
-        "list_item": float(old.list_item or new.list_item),
+        "list_item": float(old.list_item or new.list_item or bool(old.listed | new.listed)),
         "irrealis_differs": float(old.irrealis != new.irrealis),
         "change_new": float(new.change),
         "time_swap": float(bool(times_gone) and bool(times_came)),
@@ -103,4 +127,5 @@ def pair_features(
         "frame_entity": float(min(diff.entity, 2)) / 2,
         "frame_other": float(min(diff.other, 3)) / 3,
         "frame_value": float(min(diff.value, 2)) / 2,
+        "topic_shared": min(topic_shared(old, new), 4) / 4,
     }

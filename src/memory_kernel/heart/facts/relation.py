@@ -23,7 +23,7 @@ from enum import StrEnum
 
 from memory_kernel.heart.facts.frames import FrameDiff, compare
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
-from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features
+from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features, topic_shared
 from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.scorer import LinearScorer, packaged
 from memory_kernel.heart.facts.slots import Statement, statement
@@ -125,7 +125,7 @@ def veto(old: Statement, new: Statement) -> str | None:
     """Why ``new`` cannot be an update of ``old``, whatever else they share."""
     if old.question or new.question:
         return "a question is not an update"
-    if new.list_item:
+    if new.list_item or new.listed & (old.content | old.listed):
         return "a list item adds, it does not replace"
     if old.irrealis != new.irrealis:
         return "a goal, plan or report beside a statement"
@@ -143,15 +143,18 @@ def _scored(scorer: LinearScorer, features: dict[str, float]) -> float:
 def update_probability(
     old: TextFeatures, new: TextFeatures, similarity: float, t: RelationThresholds
 ) -> float:
-    """The update scorer's probability that ``new`` gives a new value of ``old``'s slot
-    (0 when a veto applies): what recall uses to show the newer of two current facts
-    first."""
+    """How likely ``new`` gives a new value of ``old``'s slot: 1 or 0 where the rules are
+    sure (a veto, a parallel pair), else the update scorer's probability. Recall uses it to
+    show the newer of two current facts first."""
     s_old, s_new = statement(old.text), statement(new.text)
     if veto(s_old, s_new) is not None:
         return 0.0
     diff = compare(s_old, s_new)
-    if diff.value_only:
-        return 1.0
+    if diff.parallel:
+        framed = _frame_verdict(old, new, diff, None, t)
+        return 1.0 if framed is not None and framed[0] is PairRelation.UPDATE else 0.0
+    if topic_shared(s_old, s_new) == 0:
+        return 0.0
     return _scored(t.update_scorer, pair_features(s_old, s_new, similarity, diff))
 
 
@@ -187,17 +190,21 @@ def classify_pair(
         return verdict(PairRelation.DUPLICATE, "same text")
     if similarity < min(t.update_floor, t.dedup_similarity):
         return verdict(PairRelation.UNRELATED, "not similar")
+    s_old, s_new = statement(old.text), statement(new.text)
+    diff = compare(s_old, s_new)
     flip = flip_reason(old, new)
     if flip is not None:
         if similarity >= t.contradiction_similarity:
             return verdict(PairRelation.CONTRADICTION, flip)
-        return verdict(PairRelation.UNRELATED, f"not similar enough to contradict ({flip})")
-    s_old, s_new = statement(old.text), statement(new.text)
+        if diff.parallel:
+            return verdict(PairRelation.UNRELATED, f"not similar enough to contradict ({flip})")
+        # Written differently, a negation elsewhere in the sentence flips nothing here.
     why_not = veto(s_old, s_new)
-    diff = compare(s_old, s_new)
     framed = _frame_verdict(old, new, diff, why_not, t)
     if framed is not None:
         return verdict(*framed)
+    if topic_shared(s_old, s_new) == 0:
+        return verdict(PairRelation.UNRELATED, "no word, name or identifier in common")
     features = pair_features(s_old, s_new, similarity, diff)
     p_update = 0.0 if why_not is not None else _scored(t.update_scorer, features)
     if may_be_duplicate(s_old, s_new, diff) and similarity >= t.dedup_similarity:
@@ -219,8 +226,10 @@ def scored_stage(
 ) -> tuple[Statement, Statement, FrameDiff] | None:
     """The slot views and alignment of a pair the learned scorers decide (``None``: the rules
     decide it before them): what their training data is made of."""
-    if old.words == new.words or flip_reason(old, new) is not None:
+    if old.words == new.words:
         return None
     s_old, s_new = statement(old.text), statement(new.text)
     diff = compare(s_old, s_new)
-    return None if diff.parallel else (s_old, s_new, diff)
+    if diff.parallel or topic_shared(s_old, s_new) == 0:
+        return None
+    return s_old, s_new, diff

@@ -111,7 +111,17 @@ def fit(
 ) -> LinearScorer:  # fmt: skip
     """L2-regularised logistic regression by Newton's method on standardised features
     (deterministic: no random start, no learning rate). ``balanced``: both classes weigh
-    the same in total, so the rarer one is not drowned out."""
+    the same in total, so the rarer one is not drowned out. Without both classes there is
+    nothing to learn: the scorer gives the training rows' rate (0 without rows) to all."""
+    x = np.asarray(x, dtype=np.float64).reshape(len(y), len(features))
+    if len(y) == 0 or float(y.min()) == float(y.max()):
+        rate = float(y.mean()) if len(y) else 0.0
+        bias = 40.0 if rate >= 1.0 else -40.0
+        return LinearScorer(
+            name=name, features=tuple(features), mean=(0.0,) * len(features),
+            scale=(1.0,) * len(features), weights=(0.0,) * len(features), bias=bias,
+            thresholds=dict(thresholds or {}), trained_on=dict(trained_on or {}),
+        )  # fmt: skip
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-6] = 1.0

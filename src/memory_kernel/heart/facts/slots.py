@@ -40,6 +40,7 @@ _AMPM = re.compile(r"^(\d{1,2})(?::(\d{2}))?\s?([ap])\.?m\.?$", re.IGNORECASE)
 _UNIT_SUFFIX = re.compile(r"^(\d[\d,.]*)(kg|g|mg|ml|l|km|mi|gb|tb|mb|kb|ms|s|h|x|lbs?|c|f)$")
 _MONEY = re.compile(r"^([$€£¥])?\s?(\d[\d,]*(?:\.\d+)?)\s?(k|m|bn|million|billion)?$")
 _SCALE = {"k": 1e3, "m": 1e6, "bn": 1e9, "million": 1e6, "billion": 1e9}
+_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
 _KIND = re.compile(r"^\d+(?:\.\d+)?-[a-z]+$")  # "1-bedroom", "45-minute": a kind of thing
 
 # Nouns whose number names a thing rather than measuring it.
@@ -76,15 +77,17 @@ _QUESTION_OPENERS = _set(
     "what which who whom whose when where why how is are can could should would do does "
     "did will shall may"
 )
-# A statement that adds to a list rather than replacing an item of it.
-_LIST_MARKERS = _set("another also too additionally other include includes including besides")
-# Not a plain statement of how things are: a goal, plan, wish, condition, reminder,
-# hearsay, or a search ("looking at ... in the $X-$Y range").
+# A statement that adds to a list rather than replacing an item of it: "also", "as well",
+# "include", a clause-final "too"; "another" / "other" / "one of" + the listed noun.
+_LIST_ADDING = _set("also additionally include includes including besides")
+_LIST_OF = _set("another other")
+_CLAUSE_FINAL_TOO = re.compile(r"\b(?:too|as well)\s*(?:[.,;:!?)]|$)", re.IGNORECASE)
+# Not a statement of how things are: a goal, wish, condition, reminder, hearsay, or a
+# search ("looking at ... in the $X-$Y range"). (A plan may be replaced by what happened.)
 _IRREALIS = _set(
     """
-    goal goals plan plans planning want wants wanted hope hoping wish if unless would
-    remind reminder should someone somebody reportedly rumour looking shopping
-    considering thinking maybe perhaps might could
+    goal goals hope hoping wish if unless remind reminder someone somebody reportedly
+    rumour looking shopping considering
     """
 )
 # Words announcing that a value changed.
@@ -122,7 +125,8 @@ class Statement:
     identifiers: frozenset[str]  # codes and cited numbers: "2b" (unit 2B), "p99", "484"
     names: frozenset[str]  # capitalised words inside the sentence (lowercased)
     question: bool
-    list_item: bool
+    list_item: bool  # adds to a list whatever it lists ("also", "include", "... too")
+    listed: frozenset[str]  # the nouns after "another" / "other" / "one of"
     irrealis: bool
     change: bool  # announces a change
     time_words: frozenset[str]
@@ -194,6 +198,19 @@ def _identifier(code: str) -> str:
     return code[:-1] if re.fullmatch(r"[a-z]+\d+s", code) else code
 
 
+def _listed(lower: list[str]) -> frozenset[str]:
+    """The stems of the nouns a list marker points at ("another goal" -> "goal")."""
+    out = set()
+    for i, word in enumerate(lower[:-1]):
+        if word in _LIST_OF or (word == "one" and lower[i + 1] == "of"):
+            nxt = lower[i + 2] if lower[i + 1] == "of" and i + 2 < len(lower) else lower[i + 1]
+            nxt = (
+                lower[i + 3] if nxt in ("my", "our", "the", "your") and i + 3 < len(lower) else nxt
+            )
+            out.add(stem(nxt))
+    return frozenset(out)
+
+
 def _verb_index(lower: list[str]) -> int:
     """Where the main verb is: the first auxiliary or common verb after the subject."""
     start = 1
@@ -226,7 +243,10 @@ def statement(text: str) -> Statement:
         prev = lower[i - 1] if i else ""
         nxt = lower[i + 1] if i + 1 < len(lower) else ""
         has_digit = any(c.isdigit() for c in low)
-        is_code = has_digit and any(c.isalpha() for c in low) and not _AMPM.match(low)
+        is_code = (
+            has_digit and any(c.isalpha() for c in low) and not _AMPM.match(low)
+            and not _ORDINAL.match(low)
+        )  # fmt: skip
         if prev in _CITATION and (has_digit or len(low) <= 3) and low not in FUNCTION_WORDS:
             identifiers.add(_identifier(low))
             items.append(("id", _identifier(low), token))
@@ -265,7 +285,8 @@ def statement(text: str) -> Statement:
         identifiers=frozenset(identifiers),
         names=frozenset(names),
         question=question,
-        list_item=bool(lowered & _LIST_MARKERS) or "one of" in " ".join(lower),
+        list_item=bool(lowered & _LIST_ADDING) or bool(_CLAUSE_FINAL_TOO.search(text)),
+        listed=_listed(lower),
         irrealis=bool(lowered & _IRREALIS),
         change=bool(lowered & _CHANGE),
         time_words=frozenset(lowered & _TIME_WORDS),
