@@ -52,12 +52,13 @@ __all__ = [
 ]
 
 #: Random partners per statement for the cross pairs; fixed seed: reproducible weights.
-CROSS_PER_ROW = 3
+CROSS_PER_ROW = 8
 CROSS_SEED = 1
-#: Merge and write thresholds are the lowest probability above every training negative,
-#: plus this margin, never below the floors (a calibrated 0.5 means "as likely as not").
-MARGIN = 0.02
-WRITE_FLOOR, MERGE_FLOOR = 0.7, 0.6
+#: Probabilities at which a scorer acts (the classes weigh the same in training, so 0.5
+#: is "as likely as not"): retiring a fact on 9:1 odds (it is never deleted, but it leaves
+#: recall), merging a restatement on 3:1 (merging keeps both texts' evidence), showing a
+#: newer fact first at even odds (nothing is written).
+WRITE_AT, MERGE_AT, READ_AT = 0.9, 0.75, 0.5
 #: A fact is rejected only when the scorer is 4:1 sure it is filler: a fact wrongly
 #: rejected is lost, filler wrongly kept only costs recall a little noise.
 ADMIT_AT = 0.2
@@ -140,13 +141,15 @@ def read_admission(path: Path) -> list[tuple[str, bool]]:
 
 
 def cross_pairs(pairs: Sequence[LabelledPair]) -> list[LabelledPair]:
-    """Each pair's older statement beside the newer statements of random other pairs."""
+    """Each pair's statements beside statements of random other pairs (older with newer,
+    and newer with newer: in one agent every fact meets every other)."""
     rng = random.Random(CROSS_SEED)
     out = []
     for i, pair in enumerate(pairs):
         others = [j for j in range(len(pairs)) if j != i]
-        for j in rng.sample(others, min(CROSS_PER_ROW, len(others))):
-            out.append(LabelledPair(f"{pair.key}x{pairs[j].key}", pair.old, pairs[j].new,
+        for n, j in enumerate(rng.sample(others, min(CROSS_PER_ROW, len(others)))):
+            mine = pair.old if n % 2 == 0 else pair.new
+            out.append(LabelledPair(f"{pair.key}x{pairs[j].key}:{n}", mine, pairs[j].new,
                                     False, False))  # fmt: skip
     return out
 
@@ -167,10 +170,6 @@ async def fit_pairs(
     cosines = await cosine_of([*pairs, *cross_pairs(pairs)], embedder)
     fit = update_scorer if kind == "update" else duplicate_scorer
     return fit(pairs, cosines, sources)
-
-
-def _threshold(probabilities: Sequence[float], floor: float) -> float:
-    return round(min(max(max(probabilities, default=0.0) + MARGIN, floor), 0.99), 4)
 
 
 def _stage(pairs: Sequence[LabelledPair], cosines: dict[str, float], *, update: bool
@@ -200,11 +199,7 @@ def _fit_pairs(name: str, pairs: Sequence[LabelledPair], cosines: dict[str, floa
     y = np.array(ys, dtype=np.float64)
     trained = {"files": list(sources), "pairs": len(y), "positives": int(y.sum())}
     model = fit_scorer(name, PAIR_FEATURES, x, y, trained_on=trained)
-    negatives = [model.probability(row) for row, label in zip(x, y, strict=True) if not label]
-    key, floor = ("write", WRITE_FLOOR) if update else ("merge", MERGE_FLOOR)
-    thresholds = {key: _threshold(negatives, floor)}
-    if update:
-        thresholds["read"] = 0.5
+    thresholds = {"write": WRITE_AT, "read": READ_AT} if update else {"merge": MERGE_AT}
     return replace(model, thresholds=thresholds)
 
 

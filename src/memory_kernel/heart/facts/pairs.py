@@ -7,28 +7,35 @@ operations per pair), so every candidate of a ``learn`` can be scored.
 from __future__ import annotations
 
 from memory_kernel.heart.facts.frames import FrameDiff, compare
-from memory_kernel.heart.facts.slots import Statement
+from memory_kernel.heart.facts.normalise import stem
+from memory_kernel.heart.facts.slots import Statement, stem_is_verb
 
-__all__ = ["PAIR_FEATURES", "covered", "pair_features", "topic_shared"]
+__all__ = [
+    "PAIR_FEATURES", "covered", "pair_features", "topic_anchor", "topic_shared",
+    "typed_value_changed",
+]  # fmt: skip
 
 PAIR_FEATURES = (
     "cosine", "cover_old", "cover_new", "holder_cover", "holder_swap", "value_changed",
     "value_shared", "value_one_side", "identifier_mismatch", "name_swap", "question",
     "list_item", "irrealis_differs", "change_new", "time_swap", "personal_both",
     "frame_shared", "frame_entity", "frame_other", "frame_value", "topic_shared",
+    "topic_anchor",
 )  # fmt: skip
 
 
 def _match(word: str, pool: frozenset[str]) -> bool:
-    """Same stem, a shared long prefix (night/nightly), or a compound's part
-    (houseplants/plant)."""
+    """Same stem, a derived form (deploy/deploys, night/nightly: the longer adds at most
+    three letters to a stem of five or more), or a compound's last part (houseplant/plant)."""
     if word in pool:
         return True
     for other in pool:
         short, long_ = (word, other) if len(word) <= len(other) else (other, word)
-        if len(short) >= 4 and (long_.startswith(short[:5]) and len(short) >= 5):
+        if len(short) < 5:
+            continue
+        if long_.startswith(short) and len(long_) - len(short) <= 3:
             return True
-        if len(short) >= 4 and long_.endswith(short):
+        if long_.endswith(short):
             return True
     return False
 
@@ -43,12 +50,12 @@ def covered(words: tuple[str, ...] | frozenset[str], pool: frozenset[str]) -> fl
 
 # Words too common to show that two statements are about the same thing: time words and
 # units belong to values, these adjectives qualify anything.
-_GENERIC = frozenset(
-    """
-    new old last first next other same big small good great main time day week month year
-    hour minut second today tonight now morning night weekend weekday everi thing lot way
-    """.split()
-)
+_GENERIC_TEXT = """
+new old last first next other same big small good great main time day week month year
+hour minut second today tonight now morning night weekend weekday everi thing lot way
+user peopl someon
+"""
+_GENERIC = frozenset(_GENERIC_TEXT.split())
 
 
 def topic_shared(old: Statement, new: Statement) -> int:
@@ -57,12 +64,35 @@ def topic_shared(old: Statement, new: Statement) -> int:
     without any, they are not about the same thing, whatever their cosine says."""
     pool = frozenset(w for w in new.content if w not in _GENERIC)
     words = sum(_match(w, pool) for w in set(old.content) if w not in _GENERIC and w != "i")
-    typed = {k for k in old.value_types() & new.value_types() if k != "number"}
-    retyped = any(
-        {v for k, v in old.values if k == kind} != {v for k, v in new.values if k == kind}
-        for kind in typed
-    )
+    retyped = typed_value_changed(old, new)
     return words + len(old.names & new.names) + len(old.identifiers & new.identifiers) + retyped
+
+
+def typed_value_changed(old: Statement, new: Statement) -> bool:
+    """A value with a type beyond a bare number (an amount, a time, a date, a frequency...)
+    replaced by another of its type."""
+    kinds = {k for k in old.value_types() & new.value_types() if k != "number"}
+    return any(
+        {v for k, v in old.values if k == kind} != {v for k, v in new.values if k == kind}
+        for kind in kinds
+    )
+
+
+def topic_anchor(old: Statement, new: Statement) -> int:
+    """What ties ``new`` to what ``old`` is about: the names and identifiers they share,
+    the words of ``old``'s holder (what its sentence is about, "the spare key", "Dad's PT")
+    found in ``new`` (for a first-person statement, "I do yoga twice a week", the nouns after
+    its verb), and, when both speak of the speaker, a typed value replaced by another of its
+    type. A shared verb or a word of another role ties nothing: two facts of one person
+    about different things share the person."""
+    ties = {stem(n) for n in old.names & new.names} | (old.identifiers & new.identifiers)
+    holder = {w for w in old.holder if w != "i" and w not in _GENERIC}
+    if not holder:
+        holder = {w for w in old.predicate if w not in _GENERIC and not stem_is_verb(w)}
+    pool = frozenset(w for w in new.content if w not in _GENERIC) | new.names
+    ties |= {w for w in holder if _match(w, pool)}
+    own_value = old.personal and new.personal and typed_value_changed(old, new)
+    return len(ties) + int(own_value)
 
 
 def _unmatched(words: tuple[str, ...], pool: frozenset[str]) -> int:
@@ -128,4 +158,5 @@ def pair_features(
         "frame_other": float(min(diff.other, 3)) / 3,
         "frame_value": float(min(diff.value, 2)) / 2,
         "topic_shared": min(topic_shared(old, new), 4) / 4,
+        "topic_anchor": min(topic_anchor(old, new), 3) / 3,
     }

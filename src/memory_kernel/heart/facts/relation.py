@@ -23,7 +23,7 @@ from enum import StrEnum
 
 from memory_kernel.heart.facts.frames import FrameDiff, compare
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
-from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features, topic_shared
+from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features, topic_anchor
 from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.scorer import LinearScorer, packaged
 from memory_kernel.heart.facts.slots import Statement, statement
@@ -153,7 +153,7 @@ def update_probability(
     if diff.parallel:
         framed = _frame_verdict(old, new, diff, None, t)
         return 1.0 if framed is not None and framed[0] is PairRelation.UPDATE else 0.0
-    if topic_shared(s_old, s_new) == 0:
+    if topic_anchor(s_old, s_new) == 0:
         return 0.0
     return _scored(t.update_scorer, pair_features(s_old, s_new, similarity, diff))
 
@@ -203,15 +203,18 @@ def classify_pair(
     framed = _frame_verdict(old, new, diff, why_not, t)
     if framed is not None:
         return verdict(*framed)
-    if topic_shared(s_old, s_new) == 0:
-        return verdict(PairRelation.UNRELATED, "no word, name or identifier in common")
+    if topic_anchor(s_old, s_new) == 0:
+        return verdict(PairRelation.UNRELATED, "nothing ties the newer fact to the older one")
     features = pair_features(s_old, s_new, similarity, diff)
     p_update = 0.0 if why_not is not None else _scored(t.update_scorer, features)
     if may_be_duplicate(s_old, s_new, diff) and similarity >= t.dedup_similarity:
         p_same = _scored(t.duplicate_scorer, features)
         if p_same >= t.duplicate_scorer.threshold("merge") and p_same >= p_update:
             return verdict(PairRelation.DUPLICATE, f"learned: same meaning (p={p_same:.2f})")
-    if p_update >= t.update_scorer.threshold("write"):
+    # Retiring a fact needs a firm tie (``topic_anchor`` of 2: two shared names, identifiers
+    # or holder words, or all of the older fact's holder); with less, recall shows the newer
+    # fact first and nothing is retired.
+    if p_update >= t.update_scorer.threshold("write") and topic_anchor(s_old, s_new) >= 2:
         return verdict(PairRelation.UPDATE, f"learned: same slot, new value (p={p_update:.2f})")
     return verdict(PairRelation.UNRELATED, "different content")
 
@@ -230,6 +233,6 @@ def scored_stage(
         return None
     s_old, s_new = statement(old.text), statement(new.text)
     diff = compare(s_old, s_new)
-    if diff.parallel or topic_shared(s_old, s_new) == 0:
+    if diff.parallel or topic_anchor(s_old, s_new) == 0:
         return None
     return s_old, s_new, diff

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, stem, value_of
 
-__all__ = ["Statement", "statement"]
+__all__ = ["Statement", "statement", "stem_is_verb"]
 
 
 def _set(text: str) -> frozenset[str]:
@@ -69,7 +69,12 @@ hate visit see call store proof bake brew drive fly deploy release apply retain 
 support store serve sit stand reach hit cross finish fill lock accept reject allow deny
 mean say tell ask think know feel seem become remain stay belong consist contain
 """
-_VERBS = frozenset(stem(w) for w in _VERB_TEXT.split())
+# Irregular past forms, which no suffix rule finds.
+_IRREGULAR_TEXT = """
+got took went came made said had did left began ran saw gave kept held found brought
+bought paid sent spent told thought felt put set met led sat stood won lost sold built
+"""
+_VERBS = frozenset(stem(w) for w in _VERB_TEXT.split()) | frozenset(_IRREGULAR_TEXT.split())
 _SUBJECT_PRONOUNS = _set("i we you he she they it there")
 _ADVERBS = _set("only mostly usually always never still now currently also just often really")
 
@@ -181,6 +186,8 @@ def _typed_value(token: str, lower: str, nxt: str) -> tuple[str, str] | None:
         return "date", value
     if nxt in _DURATION_UNITS:
         return "duration", f"{value} {stem(nxt)}"
+    if nxt in ("times", "time") or lower in ("once", "twice", "thrice"):
+        return "frequency", value
     if re.fullmatch(r"(19|20)\d\d", value):
         return "year", value
     if "." in value and token[0].isdigit() and value.count(".") >= 1 and nxt not in ("",):
@@ -196,6 +203,11 @@ def _identifier(code: str) -> str:
         return version.group(1)
     code = code.strip(".-")
     return code[:-1] if re.fullmatch(r"[a-z]+\d+s", code) else code
+
+
+def stem_is_verb(word_stem: str) -> bool:
+    """Whether a stem is one of the common verbs (or an auxiliary)."""
+    return word_stem in _VERBS or word_stem in _AUXILIARIES
 
 
 def _listed(lower: list[str]) -> frozenset[str]:
@@ -222,7 +234,10 @@ def _verb_index(lower: list[str]) -> int:
             return i
         if "'" in word:
             continue
-        if stem(word) in _VERBS and lower[i - 1] not in ("the", "a", "an", "my", "our", "your"):
+        after_determiner = lower[i - 1] in ("the", "a", "an", "my", "our", "your", "their")
+        if after_determiner:
+            continue
+        if stem(word) in _VERBS or word in _VERBS or (len(word) > 4 and word.endswith("ed")):
             return i
     return len(lower)
 
