@@ -20,7 +20,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
+from memory_kernel.config import HeartConfig
 from memory_kernel.eval.kernel_api import (
     ADMISSION_FEATURES,
     PAIR_FEATURES,
@@ -28,11 +30,13 @@ from memory_kernel.eval.kernel_api import (
     admission_features,
     features,
     fit_scorer,
+    flip_reason,
     is_question,
     is_request,
     may_be_duplicate,
     pair_features,
     scored_stage,
+    topic_anchor,
     veto,
 )
 from memory_kernel.protocols import Embedder
@@ -51,9 +55,11 @@ __all__ = [
     "update_scorer",
 ]
 
-#: Random partners per statement for the cross pairs; fixed seed: reproducible weights.
-CROSS_PER_ROW = 8
+#: Partners per statement for the cross pairs: its nearest statements of other rows (what a
+#: learn compares it with) and a few random ones; fixed seed: reproducible weights.
+CROSS_NEAREST, CROSS_RANDOM = 8, 2
 CROSS_SEED = 1
+DEDUP_FROM = HeartConfig().fact_dedup_similarity
 #: Probabilities at which a scorer acts (the classes weigh the same in training, so 0.5
 #: is "as likely as not"): retiring a fact on 9:1 odds (it is never deleted, but it leaves
 #: recall), merging a restatement on 3:1 (merging keeps both texts' evidence), showing a
@@ -140,36 +146,52 @@ def read_admission(path: Path) -> list[tuple[str, bool]]:
     return [(str(r["content"]), r["label"] == "admit") for r in _rows(path)]
 
 
-def cross_pairs(pairs: Sequence[LabelledPair]) -> list[LabelledPair]:
-    """Each pair's statements beside statements of random other pairs (older with newer,
-    and newer with newer: in one agent every fact meets every other)."""
+def cross_pairs(
+    pairs: Sequence[LabelledPair], vectors: dict[str, npt.NDArray[np.float32]]
+) -> list[LabelledPair]:
+    """Each statement beside the statements of other rows a learn would compare it with:
+    its nearest neighbours by cosine (``CROSS_NEAREST``), plus a few random ones
+    (``CROSS_RANDOM``). None of them is an update or a duplicate of it."""
     rng = random.Random(CROSS_SEED)
-    out = []
+    rows: dict[str, set[int]] = {}
     for i, pair in enumerate(pairs):
-        others = [j for j in range(len(pairs)) if j != i]
-        for n, j in enumerate(rng.sample(others, min(CROSS_PER_ROW, len(others)))):
-            mine = pair.old if n % 2 == 0 else pair.new
-            out.append(LabelledPair(f"{pair.key}x{pairs[j].key}:{n}", mine, pairs[j].new,
-                                    False, False))  # fmt: skip
+        rows.setdefault(pair.old, set()).add(i)
+        rows.setdefault(pair.new, set()).add(i)
+    texts = sorted(rows)
+    matrix = np.stack([vectors[t] for t in texts])
+    sims = matrix @ matrix.T
+    out = []
+    for a, text in enumerate(texts):
+        others = [b for b in range(len(texts)) if not rows[texts[b]] & rows[text]]
+        nearest = sorted(others, key=lambda b: -float(sims[a, b]))[:CROSS_NEAREST]
+        rest = [b for b in others if b not in nearest]
+        chosen = nearest + rng.sample(rest, min(CROSS_RANDOM, len(rest)))
+        out += [LabelledPair(f"x:{a}:{b}", text, texts[b], False, False) for b in chosen]
     return out
 
 
-async def cosine_of(pairs: Sequence[LabelledPair], embedder: Embedder) -> dict[str, float]:
+async def embedded(texts: Sequence[str], embedder: Embedder) -> dict[str, npt.NDArray[np.float32]]:
     from memory_kernel.eval.kernel_api import embed_checked
 
-    texts = sorted({t for p in pairs for t in (p.old, p.new)})
-    vectors = await embed_checked(embedder, texts, timeout=None)
-    at = {t: vectors[i] for i, t in enumerate(texts)}
+    unique = sorted(set(texts))
+    vectors = await embed_checked(embedder, unique, timeout=None)
+    return {t: vectors[i] for i, t in enumerate(unique)}
+
+
+async def cosine_of(pairs: Sequence[LabelledPair], embedder: Embedder) -> dict[str, float]:
+    at = await embedded([t for p in pairs for t in (p.old, p.new)], embedder)
     return {p.key: float(np.dot(at[p.old], at[p.new])) for p in pairs}
 
 
 async def fit_pairs(
     kind: str, pairs: Sequence[LabelledPair], embedder: Embedder, sources: Sequence[str] = ()
 ) -> LinearScorer:
-    """The ``update`` or ``duplicate`` scorer fitted on ``pairs`` (embedded here)."""
-    cosines = await cosine_of([*pairs, *cross_pairs(pairs)], embedder)
+    """The ``update`` or ``duplicate`` scorer fitted on ``pairs`` and their cross pairs."""
+    at = await embedded([t for p in pairs for t in (p.old, p.new)], embedder)
+    every = [*pairs, *cross_pairs(pairs, at)]
+    cosines = {p.key: float(np.dot(at[p.old], at[p.new])) for p in every}
     fit = update_scorer if kind == "update" else duplicate_scorer
-    return fit(pairs, cosines, sources)
+    return fit(every, cosines, sources)
 
 
 def _stage(pairs: Sequence[LabelledPair], cosines: dict[str, float], *, update: bool
@@ -179,13 +201,18 @@ def _stage(pairs: Sequence[LabelledPair], cosines: dict[str, float], *, update: 
         label = pair.update if update else pair.same
         if label is None:
             continue
-        staged = scored_stage(features(pair.old), features(pair.new))
+        staged = scored_stage(features(pair.old), features(pair.new), duplicate=not update)
         if staged is None:
             continue
         old, new, diff = staged
-        if update and veto(old, new) is not None:
+        if update and (veto(old, new) is not None or not topic_anchor(old, new)):
             continue
-        if not update and not may_be_duplicate(old, new, diff):
+        # The duplicate scorer only sees candidates from the dedup cosine on (as in learn).
+        if not update and (
+            cosines[pair.key] < DEDUP_FROM
+            or flip_reason(features(pair.old), features(pair.new)) is not None
+            or not may_be_duplicate(old, new, diff)
+        ):
             continue
         xs.append(pair_features(old, new, cosines[pair.key], diff))
         ys.append(float(label))
@@ -194,7 +221,7 @@ def _stage(pairs: Sequence[LabelledPair], cosines: dict[str, float], *, update: 
 
 def _fit_pairs(name: str, pairs: Sequence[LabelledPair], cosines: dict[str, float], *,
                update: bool, sources: Sequence[str]) -> LinearScorer:  # fmt: skip
-    xs, ys = _stage([*pairs, *cross_pairs(pairs)], cosines, update=update)
+    xs, ys = _stage(pairs, cosines, update=update)
     x = np.array([[f[n] for n in PAIR_FEATURES] for f in xs], dtype=np.float64)
     y = np.array(ys, dtype=np.float64)
     trained = {"files": list(sources), "pairs": len(y), "positives": int(y.sum())}
@@ -205,15 +232,15 @@ def _fit_pairs(name: str, pairs: Sequence[LabelledPair], cosines: dict[str, floa
 
 def update_scorer(pairs: Sequence[LabelledPair], cosines: dict[str, float],
                   sources: Sequence[str] = ()) -> LinearScorer:  # fmt: skip
-    """The update scorer fitted on ``pairs`` (knowledge-update pairs, plus the dedup pairs
-    that say something about updates) and their cross pairs."""
+    """The update scorer fitted on ``pairs`` (knowledge-update pairs, the dedup pairs that
+    say something about updates, cross pairs)."""
     return _fit_pairs("update", pairs, cosines, update=True, sources=sources)
 
 
 def duplicate_scorer(pairs: Sequence[LabelledPair], cosines: dict[str, float],
                      sources: Sequence[str] = ()) -> LinearScorer:  # fmt: skip
-    """The duplicate scorer fitted on ``pairs`` (dedup pairs; knowledge-update pairs are
-    never duplicates) and their cross pairs."""
+    """The duplicate scorer fitted on ``pairs`` (dedup pairs; knowledge-update pairs and
+    cross pairs are never duplicates)."""
     return _fit_pairs("duplicate", pairs, cosines, update=False, sources=sources)
 
 

@@ -20,7 +20,8 @@ from memory_kernel.heart.facts.admission_features import (
     is_request,
 )
 from memory_kernel.heart.facts.normalise import features
-from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features
+from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features, topic_anchor
+from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.relation import may_be_duplicate, scored_stage, veto
 from memory_kernel.heart.facts.scorer import LinearScorer, load_scorer
 from memory_kernel.heart.facts.scorer import fit as fit_scorer
@@ -47,11 +48,13 @@ __all__ = [
     "embed_checked",
     "features",
     "fit_scorer",
+    "flip_reason",
     "is_question",
     "is_request",
     "load_scorer",
     "may_be_duplicate",
     "pair_features",
     "scored_stage",
+    "topic_anchor",
     "veto",
 ]

@@ -43,6 +43,7 @@ class FrameDiff:
     entity: int
     other: int
     detail: int = 0
+    moved: int = 0  # words of one side found, unaligned, elsewhere in the other: reordered
 
     @property
     def same(self) -> bool:
@@ -108,12 +109,12 @@ def _equivalent(a: list[Item], b: list[Item]) -> bool:
     words by a long shared prefix / compound part."""
     if not a or not b:
         return False
-    if any(i[0] in ("v", "id") for i in a + b):
-        return [i[1] for i in a] == [i[1] for i in b]
     if len(a) == 1 and _is_abbreviation(a[0][2]) and all(w[2].isalpha() for w in b):
         return abbreviates(a[0][2], [w[2].lower() for w in b])
     if len(b) == 1 and _is_abbreviation(b[0][2]) and all(w[2].isalpha() for w in a):
         return abbreviates(b[0][2], [w[2].lower() for w in a])
+    if any(i[0] in ("v", "id") for i in a + b):
+        return [i[1] for i in a] == [i[1] for i in b]
     if len(a) != len(b):
         return False
     return all(_close(x[1], y[1]) for x, y in zip(a, b, strict=True))
@@ -163,9 +164,13 @@ def compare(old: Statement, new: Statement) -> FrameDiff:
     matcher = SequenceMatcher(a=[i[1] for i in a], b=[i[1] for i in b], autojunk=False)
     equal = sum(block.size for block in matcher.get_matching_blocks())
     counts = {"value": 0, "entity": 0, "other": 0, "detail": 0}
+    gone: list[Item] = []
+    came: list[Item] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
+        gone += [i for i in a[i1:i2] if i[0] in ("h", "p")]
+        came += [i for i in b[j1:j2] if i[0] in ("h", "p")]
         kind = _kind(a[i1:i2], b[j1:j2])
         if kind is None:
             equal += max(i2 - i1, j2 - j1)
@@ -173,7 +178,9 @@ def compare(old: Statement, new: Statement) -> FrameDiff:
             counts[kind] += 1
     longer = max(len(a), len(b))
     shared = min(equal / longer, 1.0) if longer else 1.0
+    moved = sum(any(_close(x[1], y[1]) or x[1] == y[1] for y in came) for x in gone)
     return FrameDiff(
+        moved=moved,
         parallel=shared >= _PARALLEL,
         shared=shared,
         value=counts["value"],

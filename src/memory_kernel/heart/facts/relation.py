@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from memory_kernel.heart.facts.frames import FrameDiff, compare
+from memory_kernel.heart.facts.frames import FrameDiff, abbreviates, compare
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
 from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features, topic_anchor
 from memory_kernel.heart.facts.polarity import flip_reason
@@ -30,7 +30,7 @@ from memory_kernel.heart.facts.slots import Statement, statement
 
 __all__ = [
     "PairRelation", "PairVerdict", "RelationThresholds", "classify_pair", "default_scorers",
-    "may_be_duplicate", "scored_stage", "update_probability", "veto",
+    "may_be_duplicate", "reworded", "scored_stage", "update_probability", "veto",
 ]  # fmt: skip
 
 # Words that announce that a statement replaces an earlier one.
@@ -129,9 +129,7 @@ def veto(old: Statement, new: Statement) -> str | None:
         return "a list item adds, it does not replace"
     if old.irrealis != new.irrealis:
         return "a goal, plan or report beside a statement"
-    keys_old = old.identifiers | {v for _, v in old.values}
-    keys_new = new.identifiers | {v for _, v in new.values}
-    if old.identifiers - keys_new or new.identifiers - keys_old:
+    if _identifiers_differ(old, new):
         return "different identifiers"
     return None
 
@@ -201,38 +199,69 @@ def classify_pair(
         # Written differently, a negation elsewhere in the sentence flips nothing here.
     why_not = veto(s_old, s_new)
     framed = _frame_verdict(old, new, diff, why_not, t)
-    if framed is not None:
+    if framed is not None and not (framed[0] is PairRelation.UNRELATED and reworded(diff)):
         return verdict(*framed)
-    if topic_anchor(s_old, s_new) == 0:
-        return verdict(PairRelation.UNRELATED, "nothing ties the newer fact to the older one")
     features = pair_features(s_old, s_new, similarity, diff)
-    p_update = 0.0 if why_not is not None else _scored(t.update_scorer, features)
-    if may_be_duplicate(s_old, s_new, diff) and similarity >= t.dedup_similarity:
+    tied = topic_anchor(s_old, s_new)
+    # In parallel, only the rules retire (above); a reworded pair may still be the same.
+    scored = why_not is None and tied and not diff.parallel
+    p_update = _scored(t.update_scorer, features) if scored else 0.0
+    # A flipped meaning written differently may still be a new value; it is never the same.
+    same_sense = flip is None
+    if same_sense and may_be_duplicate(s_old, s_new, diff) and similarity >= t.dedup_similarity:
         p_same = _scored(t.duplicate_scorer, features)
         if p_same >= t.duplicate_scorer.threshold("merge") and p_same >= p_update:
             return verdict(PairRelation.DUPLICATE, f"learned: same meaning (p={p_same:.2f})")
     # Retiring a fact needs a firm tie (``topic_anchor`` of 2: two shared names, identifiers
     # or holder words, or all of the older fact's holder); with less, recall shows the newer
     # fact first and nothing is retired.
-    if p_update >= t.update_scorer.threshold("write") and topic_anchor(s_old, s_new) >= 2:
+    if p_update >= t.update_scorer.threshold("write") and tied >= 2:
         return verdict(PairRelation.UPDATE, f"learned: same slot, new value (p={p_update:.2f})")
+    if framed is not None:
+        return verdict(*framed)
     return verdict(PairRelation.UNRELATED, "different content")
 
 
+def reworded(diff: FrameDiff) -> bool:
+    """In parallel, with words moved to another place ("Ines leads the team" / "the team is
+    headed by Ines") and no value, holder or identifier replaced: restructured, maybe the
+    same; only the duplicate scorer can tell. A word swapped in place ("green" / "blue",
+    "mornings" / "evenings") is another value of an attribute, never the same."""
+    return diff.parallel and diff.moved > 0 and not diff.value and not diff.entity
+
+
 def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff) -> bool:
-    """Two statements with other values or another identifier never say the same."""
-    return old.values == new.values and not diff.entity and old.question == new.question
+    """Two statements with other values or another identifier never say the same (values
+    compared as said, ``Statement.value_keys``; identifiers up to abbreviation)."""
+    if old.question != new.question or old.value_keys() != new.value_keys():
+        return False
+    return not (diff.parallel and diff.entity) and not _identifiers_differ(old, new)
+
+
+def _identifiers_differ(old: Statement, new: Statement) -> bool:
+    """An identifier of one side the other does not name, as an identifier, a value or
+    the words it abbreviates ("k8s" / "Kubernetes", "S3" / "Simple Storage Service")."""
+    for mine, other in ((old, new), (new, old)):
+        keys = other.identifiers | {v for _, v in other.values} | other.value_keys()
+        words = [item[2].lower() for item in other.items if item[0] in ("h", "p")]
+        for code in mine.identifiers - keys:
+            raw = next((i[2] for i in mine.items if i[0] == "id" and i[1] == code), code)
+            if not any(abbreviates(raw, words[i:j]) for i in range(len(words))
+                       for j in range(i + 1, min(i + 5, len(words)) + 1)):  # fmt: skip
+                return True
+    return False
 
 
 def scored_stage(
-    old: TextFeatures, new: TextFeatures
+    old: TextFeatures, new: TextFeatures, *, duplicate: bool = False
 ) -> tuple[Statement, Statement, FrameDiff] | None:
-    """The slot views and alignment of a pair the learned scorers decide (``None``: the rules
-    decide it before them): what their training data is made of."""
+    """The slot views and alignment of a pair a learned scorer decides (``None``: the rules
+    decide it before them): what its training data is made of. The duplicate scorer also
+    sees the reworded parallel pairs (:func:`reworded`)."""
     if old.words == new.words:
         return None
     s_old, s_new = statement(old.text), statement(new.text)
     diff = compare(s_old, s_new)
-    if diff.parallel or topic_anchor(s_old, s_new) == 0:
+    if diff.parallel and not (duplicate and reworded(diff)):
         return None
     return s_old, s_new, diff

@@ -115,6 +115,18 @@ _DURATION_UNITS = _set(
     "second seconds sec secs minute minutes min mins hour hours hr hrs day days week weeks "
     "month months year years ms"
 )
+_MEASURE_UNITS = _set(
+    "gb tb mb kb kg g mg ml l km mi lb lbs pound pounds mile miles meter meters m cm mm inch "
+    "inches ft feet kcal calories calorie cup cups ms"
+)
+# One name per unit: "12 min" and "12 minutes" are the same duration.
+_UNIT_NAMES = {
+    "sec": "second", "secs": "second", "seconds": "second", "min": "minute", "mins": "minute",
+    "minutes": "minute", "hr": "hour", "hrs": "hour", "hours": "hour", "days": "day",
+    "weeks": "week", "months": "month", "years": "year", "lb": "lbs", "pound": "lbs",
+    "pounds": "lbs", "calories": "kcal", "calorie": "kcal", "cups": "cup", "miles": "mi",
+    "mile": "mi",
+}  # fmt: skip
 _WEEKDAYS = _set("monday tuesday wednesday thursday friday saturday sunday")
 _MONTHS = _set("january february march april june july august september october november december")
 
@@ -147,6 +159,22 @@ class Statement:
 
     def value_types(self) -> frozenset[str]:
         return frozenset(kind for kind, _ in self.values)
+
+    def value_keys(self) -> frozenset[str]:
+        """The values as said, whatever their unit is called: "12 minutes" and "12 min",
+        "100 requests per second" and "100 times a second", "version 1.29" and "1.29" give
+        the same keys; "once" (a month) is no value of its own."""
+        keys = set()
+        for kind, value in self.values:
+            if kind == "frequency" and value == "1":
+                continue
+            number = re.match(r"[$€£¥]?(\d[\d.:]*)", value)
+            if kind in ("duration", "measure"):
+                keys.add(value)  # the unit says what is measured: 16 GB is no version 16
+            else:
+                keys.add(number.group(1) if number and kind != "date" else value)
+        keys |= {i for i in self.identifiers if re.fullmatch(r"\d+(?:\.\d+)*", i)}
+        return frozenset(keys)
 
 
 def _raw_tokens(text: str) -> list[str]:
@@ -184,8 +212,10 @@ def _typed_value(token: str, lower: str, nxt: str) -> tuple[str, str] | None:
         return "percent", value
     if value.endswith("th"):
         return "date", value
+    if nxt in _MEASURE_UNITS:
+        return "measure", f"{value}{_UNIT_NAMES.get(nxt, nxt)}"
     if nxt in _DURATION_UNITS:
-        return "duration", f"{value} {stem(nxt)}"
+        return "duration", f"{value} {_UNIT_NAMES.get(nxt, stem(nxt))}"
     if nxt in ("times", "time") or lower in ("once", "twice", "thrice"):
         return "frequency", value
     if re.fullmatch(r"(19|20)\d\d", value):
