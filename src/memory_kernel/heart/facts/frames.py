@@ -22,10 +22,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 
-from memory_kernel.heart.facts.slots import Statement
+from memory_kernel.heart.facts.slots import Statement, abbreviation_like
 
-__all__ = ["FrameDiff", "abbreviates", "compare"]
+__all__ = ["FrameDiff", "abbreviates", "compare", "may_be_parallel"]
 
 Item = tuple[str, str, str]
 
@@ -97,11 +98,7 @@ def abbreviates(short: str, words: list[str]) -> bool:
     return "".join(w[0] for w in content) == letters
 
 
-def _is_abbreviation(token: str) -> bool:
-    body = token[:-1] if token.endswith("s") else token
-    if bool(re.fullmatch(r"[a-z]\d+[a-z]", body)) or bool(re.fullmatch(r"[A-Z]\d", body)):
-        return True  # k8s, S3
-    return 2 <= len(body) <= 5 and body.isalpha() and body.isupper()
+_is_abbreviation = lru_cache(maxsize=65_536)(abbreviation_like)
 
 
 def _equivalent(a: list[Item], b: list[Item]) -> bool:
@@ -152,6 +149,20 @@ def _kind(old: list[Item], new: list[Item]) -> str | None:
         if all(_is_name(i) for i in old + new):
             return "value"
     return "other"
+
+
+def may_be_parallel(old: Statement, new: Statement) -> bool:
+    """A cheap upper bound of :func:`compare`'s shared share: ``False`` means the two are
+    certainly not in parallel (most pairs a learn compares), so the alignment is skipped."""
+    longer = max(len(old.items), len(new.items))
+    if not longer:
+        return True
+    keys, affixes = new.item_keys, new.affixes
+    possible = old.abbreviations + new.abbreviations
+    possible += sum(
+        k in keys or pre in affixes or suf in affixes for k, pre, suf in old.item_affixes
+    )
+    return possible / longer >= _PARALLEL
 
 
 def compare(old: Statement, new: Statement) -> FrameDiff:

@@ -6,12 +6,15 @@ operations per pair), so every candidate of a ``learn`` can be scored.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from functools import lru_cache
+
 from memory_kernel.heart.facts.frames import FrameDiff, compare
 from memory_kernel.heart.facts.normalise import stem
-from memory_kernel.heart.facts.slots import Statement, stem_is_verb
+from memory_kernel.heart.facts.slots import GENERIC, Statement, stem_is_verb
 
 __all__ = [
-    "PAIR_FEATURES", "covered", "pair_features", "topic_anchor", "topic_shared",
+    "PAIR_FEATURES", "content_overlap", "covered", "pair_features", "topic_anchor",
     "typed_value_changed",
 ]  # fmt: skip
 
@@ -24,6 +27,7 @@ PAIR_FEATURES = (
 )  # fmt: skip
 
 
+@lru_cache(maxsize=262_144)
 def _match(word: str, pool: frozenset[str]) -> bool:
     """Same stem, a derived form (deploy/deploys, night/nightly: the longer adds at most
     three letters to a stem of five or more), or a compound's last part (houseplant/plant)."""
@@ -48,24 +52,17 @@ def covered(words: tuple[str, ...] | frozenset[str], pool: frozenset[str]) -> fl
     return sum(_match(w, pool) for w in distinct) / len(distinct)
 
 
-# Words too common to show that two statements are about the same thing: time words and
-# units belong to values, these adjectives qualify anything.
-_GENERIC_TEXT = """
-new old last first next other same big small good great main time day week month year
-hour minut second today tonight now morning night weekend weekday everi thing lot way
-user peopl someon
-"""
-_GENERIC = frozenset(_GENERIC_TEXT.split())
+_GENERIC = GENERIC
 
 
-def topic_shared(old: Statement, new: Statement) -> int:
-    """Content words (not generic ones), names and identifiers the two statements share,
-    plus one for a typed value (a time, an amount, a date) replaced by one of its type:
-    without any, they are not about the same thing, whatever their cosine says."""
-    pool = frozenset(w for w in new.content if w not in _GENERIC)
-    words = sum(_match(w, pool) for w in set(old.content) if w not in _GENERIC and w != "i")
-    retyped = typed_value_changed(old, new)
-    return words + len(old.names & new.names) + len(old.identifiers & new.identifiers) + retyped
+def content_overlap(old: Statement, new: Statement) -> float:
+    """Share of the smaller side's content words (verbs aside) found as such in the other:
+    a cheap necessary condition of a restatement (every dev paraphrase the duplicate scorer
+    merges shares a third or more)."""
+    mine = {w for w in old.content if not stem_is_verb(w)}
+    theirs = {w for w in new.content if not stem_is_verb(w)}
+    smaller = min(len(mine), len(theirs))
+    return len(mine & theirs) / smaller if smaller else 0.0
 
 
 def typed_value_changed(old: Statement, new: Statement) -> bool:
@@ -89,14 +86,9 @@ def topic_anchor(old: Statement, new: Statement) -> int:
     holder = {w for w in old.holder if w != "i" and w not in _GENERIC}
     if not holder:
         holder = {w for w in old.predicate if w not in _GENERIC and not stem_is_verb(w)}
-    pool = frozenset(w for w in new.content if w not in _GENERIC) | new.names
-    ties |= {w for w in holder if _match(w, pool)}
+    ties |= {w for w in holder if _match(w, new.topic_pool)}
     own_value = old.personal and new.personal and typed_value_changed(old, new)
     return len(ties) + int(own_value)
-
-
-def _unmatched(words: tuple[str, ...], pool: frozenset[str]) -> int:
-    return sum(not _match(w, pool) for w in set(words) if w != "i")
 
 
 def _value_relation(old: Statement, new: Statement) -> tuple[float, float, float]:
@@ -124,24 +116,40 @@ def _identifier_mismatch(old: Statement, new: Statement) -> float:
 
 
 def pair_features(
-    old: Statement, new: Statement, cosine: float, diff: FrameDiff | None = None
+    old: Statement,
+    new: Statement,
+    cosine: float,
+    diff: FrameDiff | None = None,
+    *,
+    anchor: int | None = None,
 ) -> dict[str, float]:
     """Every pair feature by name (:data:`PAIR_FEATURES`); a scorer picks the ones it was
     trained on."""
-    old_pool, new_pool = old.content, new.content
+    # Each word of a side matched against the other side once; every share below reads it.
+    in_new = {w: _match(w, new.content) for w in old.content}
+    in_old = {w: _match(w, old.content) for w in new.content}
+
+    def share(words: Iterable[str], matched: dict[str, bool]) -> float:
+        distinct = set(words)
+        return sum(matched[w] for w in distinct) / len(distinct) if distinct else 1.0
+
+    def unmatched(words: Iterable[str], matched: dict[str, bool]) -> int:
+        return sum(not matched[w] for w in set(words) if w != "i")
+
     changed, shared, one_side = _value_relation(old, new)
-    holder_swap = float(
-        _unmatched(old.holder, new_pool) > 0 and _unmatched(new.holder, old_pool) > 0
-    )
+    holder_swap = unmatched(old.holder, in_new) > 0 and unmatched(new.holder, in_old) > 0
     names_gone, names_came = old.names - new.names, new.names - old.names
     times_gone, times_came = old.time_words - new.time_words, new.time_words - old.time_words
     diff = diff or compare(old, new)
+    topical = sum(in_new[w] for w in old.content if w not in _GENERIC and w != "i")
+    topical += len(old.names & new.names) + len(old.identifiers & new.identifiers)
+    topical += typed_value_changed(old, new)
     return {
         "cosine": cosine,
-        "cover_old": covered(old.content, new_pool),
-        "cover_new": covered(new.content, old_pool),
-        "holder_cover": covered(old.holder, new_pool),
-        "holder_swap": holder_swap,
+        "cover_old": share(old.content, in_new),
+        "cover_new": share(new.content, in_old),
+        "holder_cover": share(old.holder, in_new),
+        "holder_swap": float(holder_swap),
         "value_changed": changed,
         "value_shared": shared,
         "value_one_side": one_side,
@@ -157,6 +165,6 @@ def pair_features(
         "frame_entity": float(min(diff.entity, 2)) / 2,
         "frame_other": float(min(diff.other, 3)) / 3,
         "frame_value": float(min(diff.value, 2)) / 2,
-        "topic_shared": min(topic_shared(old, new), 4) / 4,
-        "topic_anchor": min(topic_anchor(old, new), 3) / 3,
+        "topic_shared": min(topical, 4) / 4,
+        "topic_anchor": min(topic_anchor(old, new) if anchor is None else anchor, 3) / 3,
     }

@@ -21,9 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from memory_kernel.heart.facts.frames import FrameDiff, abbreviates, compare
+from memory_kernel.heart.facts.frames import FrameDiff, abbreviates, compare, may_be_parallel
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
-from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features, topic_anchor
+from memory_kernel.heart.facts.pairs import (
+    PAIR_FEATURES,
+    content_overlap,
+    pair_features,
+    topic_anchor,
+)
 from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.scorer import LinearScorer, packaged
 from memory_kernel.heart.facts.slots import Statement, statement
@@ -38,6 +43,10 @@ _CHANGE_MARKERS = frozenset(
     {"now", "anymore", "longer", "switched", "changed", "again", "nowadays", "moved",
      "became", "become", "still", "previously", "formerly"}
 )  # fmt: skip
+
+
+#: The least content overlap of a restatement (``pairs.content_overlap``).
+_RESTATED_OVERLAP = 0.3
 
 
 class PairRelation(StrEnum):
@@ -147,12 +156,13 @@ def update_probability(
     s_old, s_new = statement(old.text), statement(new.text)
     if veto(s_old, s_new) is not None:
         return 0.0
-    diff = compare(s_old, s_new)
-    if diff.parallel:
+    diff = compare(s_old, s_new) if may_be_parallel(s_old, s_new) else None
+    if diff is not None and diff.parallel:
         framed = _frame_verdict(old, new, diff, None, t)
         return 1.0 if framed is not None and framed[0] is PairRelation.UPDATE else 0.0
     if topic_anchor(s_old, s_new) == 0:
         return 0.0
+    diff = diff or compare(s_old, s_new)
     return _scored(t.update_scorer, pair_features(s_old, s_new, similarity, diff))
 
 
@@ -189,26 +199,40 @@ def classify_pair(
     if similarity < min(t.update_floor, t.dedup_similarity):
         return verdict(PairRelation.UNRELATED, "not similar")
     s_old, s_new = statement(old.text), statement(new.text)
-    diff = compare(s_old, s_new)
     flip = flip_reason(old, new)
+    if flip is None and not s_old.shares_anything(s_new):
+        return verdict(PairRelation.UNRELATED, "nothing in common")
+    # Most pairs are not written in parallel: the alignment waits until it is needed.
+    diff = compare(s_old, s_new) if may_be_parallel(s_old, s_new) else None
+    parallel = diff is not None and diff.parallel
     if flip is not None:
         if similarity >= t.contradiction_similarity:
             return verdict(PairRelation.CONTRADICTION, flip)
-        if diff.parallel:
+        if parallel:
             return verdict(PairRelation.UNRELATED, f"not similar enough to contradict ({flip})")
         # Written differently, a negation elsewhere in the sentence flips nothing here.
     why_not = veto(s_old, s_new)
-    framed = _frame_verdict(old, new, diff, why_not, t)
-    if framed is not None and not (framed[0] is PairRelation.UNRELATED and reworded(diff)):
+    framed = _frame_verdict(old, new, diff, why_not, t) if diff is not None else None
+    if framed is not None and not (
+        diff is not None and framed[0] is PairRelation.UNRELATED and reworded(diff)
+    ):
         return verdict(*framed)
-    features = pair_features(s_old, s_new, similarity, diff)
     tied = topic_anchor(s_old, s_new)
     # In parallel, only the rules retire (above); a reworded pair may still be the same.
-    scored = why_not is None and tied and not diff.parallel
-    p_update = _scored(t.update_scorer, features) if scored else 0.0
+    scored = why_not is None and tied > 0 and not parallel
     # A flipped meaning written differently may still be a new value; it is never the same.
-    same_sense = flip is None
-    if same_sense and may_be_duplicate(s_old, s_new, diff) and similarity >= t.dedup_similarity:
+    same_sense = flip is None and similarity >= t.dedup_similarity
+    maybe_same = same_sense and may_be_duplicate(s_old, s_new, diff)
+    if not (scored or maybe_same):
+        return (
+            verdict(*framed)
+            if framed is not None
+            else verdict(PairRelation.UNRELATED, "different content")
+        )
+    diff = diff or compare(s_old, s_new)
+    features = pair_features(s_old, s_new, similarity, diff, anchor=tied)
+    p_update = _scored(t.update_scorer, features) if scored else 0.0
+    if maybe_same:
         p_same = _scored(t.duplicate_scorer, features)
         if p_same >= t.duplicate_scorer.threshold("merge") and p_same >= p_update:
             return verdict(PairRelation.DUPLICATE, f"learned: same meaning (p={p_same:.2f})")
@@ -230,17 +254,23 @@ def reworded(diff: FrameDiff) -> bool:
     return diff.parallel and diff.moved > 0 and not diff.value and not diff.entity
 
 
-def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff) -> bool:
+def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff | None) -> bool:
     """Two statements with other values or another identifier never say the same (values
-    compared as said, ``Statement.value_keys``; identifiers up to abbreviation)."""
+    compared as said, ``Statement.value_keys``; identifiers up to abbreviation), nor two
+    that share under a third of their words."""
     if old.question != new.question or old.value_keys() != new.value_keys():
         return False
-    return not (diff.parallel and diff.entity) and not _identifiers_differ(old, new)
+    if content_overlap(old, new) < _RESTATED_OVERLAP:
+        return False
+    parallel_entity = diff is not None and diff.parallel and diff.entity > 0
+    return not parallel_entity and not _identifiers_differ(old, new)
 
 
 def _identifiers_differ(old: Statement, new: Statement) -> bool:
     """An identifier of one side the other does not name, as an identifier, a value or
     the words it abbreviates ("k8s" / "Kubernetes", "S3" / "Simple Storage Service")."""
+    if not old.identifiers and not new.identifiers:
+        return False
     for mine, other in ((old, new), (new, old)):
         keys = other.identifiers | {v for _, v in other.values} | other.value_keys()
         words = [item[2].lower() for item in other.items if item[0] in ("h", "p")]

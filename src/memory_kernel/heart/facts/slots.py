@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, stem, value_of
 
-__all__ = ["Statement", "statement", "stem_is_verb"]
+__all__ = ["GENERIC", "Statement", "abbreviation_like", "statement", "stem_is_verb"]
 
 
 def _set(text: str) -> frozenset[str]:
@@ -75,6 +75,7 @@ got took went came made said had did left began ran saw gave kept held found bro
 bought paid sent spent told thought felt put set met led sat stood won lost sold built
 """
 _VERBS = frozenset(stem(w) for w in _VERB_TEXT.split()) | frozenset(_IRREGULAR_TEXT.split())
+_OBJECT_OPENERS = _set("the a an my our your his her their its this that these those every all")
 _SUBJECT_PRONOUNS = _set("i we you he she they it there")
 _ADVERBS = _set("only mostly usually always never still now currently also just often really")
 
@@ -153,9 +154,26 @@ class Statement:
     # the predicate, with the word as written (for names and abbreviations).
     items: tuple[tuple[str, str, str], ...] = ()
 
-    @property
-    def content(self) -> frozenset[str]:
-        return frozenset(self.holder) | frozenset(self.predicate)
+    content: frozenset[str] = frozenset()  # holder and predicate stems
+    # Five-letter beginnings and ends of the longer stems: a cheap first test of whether
+    # two statements may share a word at all (derived forms and compounds included).
+    affixes: frozenset[str] = frozenset()
+
+    # Per item of ``items``: its key, five-letter beginning and end (for a quick bound on
+    # an alignment), and how many items look like abbreviations.
+    item_affixes: tuple[tuple[str, str, str], ...] = ()
+    item_keys: frozenset[str] = frozenset()
+    abbreviations: int = 0
+    topic_pool: frozenset[str] = frozenset()  # content (no generic words) and names
+
+    def shares_anything(self, other: Statement) -> bool:
+        """A word, affix, name, identifier or value type in common (a necessary condition
+        of every relation but a flip, in one pass of set intersections)."""
+        return bool(
+            self.content & other.content or self.affixes & other.affixes
+            or self.names & other.names or self.identifiers & other.identifiers
+            or self.value_types() & other.value_types()
+        )  # fmt: skip
 
     def value_types(self) -> frozenset[str]:
         return frozenset(kind for kind, _ in self.values)
@@ -235,6 +253,24 @@ def _identifier(code: str) -> str:
     return code[:-1] if re.fullmatch(r"[a-z]+\d+s", code) else code
 
 
+# Words too common to show that two statements are about the same thing: time words and
+# units belong to values, these adjectives qualify anything.
+_GENERIC_TEXT = """
+new old last first next other same big small good great main time day week month year
+hour minut second today tonight now morning night weekend weekday everi thing lot way
+user peopl someon
+"""
+GENERIC = frozenset(_GENERIC_TEXT.split())
+
+
+def abbreviation_like(token: str) -> bool:
+    """Short capitals ("SF", "PRs") or a numeronym / letter-digit code ("k8s", "S3")."""
+    body = token[:-1] if token.endswith("s") else token
+    if re.fullmatch(r"[a-z]\d+[a-z]", body) or re.fullmatch(r"[A-Z]\d", body):
+        return True
+    return 2 <= len(body) <= 5 and body.isalpha() and body.isupper()
+
+
 def stem_is_verb(word_stem: str) -> bool:
     """Whether a stem is one of the common verbs (or an auxiliary)."""
     return word_stem in _VERBS or word_stem in _AUXILIARIES
@@ -269,7 +305,18 @@ def _verb_index(lower: list[str]) -> int:
             continue
         if stem(word) in _VERBS or word in _VERBS or (len(word) > 4 and word.endswith("ed")):
             return i
+        if _third_person(word) and i + 1 < len(lower) and _opens_object(lower[i + 1]):
+            return i  # "Lobe monitors the ...", "Biscuit weighs 31 pounds"
     return len(lower)
+
+
+def _third_person(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
+
+
+def _opens_object(word: str) -> bool:
+    """A word that starts a verb's object: a determiner, a possessive, a number."""
+    return word in _OBJECT_OPENERS or word[:1].isdigit() or word[:1] in "$€£¥"
 
 
 @lru_cache(maxsize=65_536)
@@ -337,4 +384,12 @@ def statement(text: str) -> Statement:
         time_words=frozenset(lowered & _TIME_WORDS),
         personal=bool(lowered & {"i", "my", "me", "we", "our", "i'm", "i've", "we're"}),
         items=tuple(items),
+        content=frozenset(holder) | frozenset(predicate),
+        item_affixes=tuple((i[1], i[1][:5] + "-", "-" + i[1][-5:]) for i in items),
+        item_keys=frozenset(i[1] for i in items),
+        abbreviations=sum(abbreviation_like(i[2]) for i in items),
+        topic_pool=frozenset(w for w in (*holder, *predicate) if w not in GENERIC) | names,
+        affixes=frozenset(
+            a for w in (*holder, *predicate) if len(w) >= 5 for a in (w[:5] + "-", "-" + w[-5:])
+        ),
     )
