@@ -116,12 +116,14 @@ class HeartConfig(Frozen):
         ),
     )
     fact_update_floor: float = Field(
-        default=0.18,
+        default=0.05,
         ge=0.0,
         le=1.0,
         description=(
-            "Below this cosine no relation is considered at all (lowest dev knowledge update:"
-            " 0.21, yoga)."
+            "Below this cosine no relation is considered at all. Low on purpose: people "
+            "restate a changed value in other words (HashingEmbedder cosine of the dev "
+            "knowledge-update pairs: -0.01 to 0.52, half below 0.2); a shared word, name, "
+            "identifier or typed value, the frame rules and the update scorer decide."
         ),
     )
     fact_update_shared: float = Field(
@@ -140,6 +142,16 @@ class HeartConfig(Frozen):
         description=(
             "Opposite polarity is a contradiction from this cosine (dev flips: 0.74-0.93; "
             "below 0.65 negations in long LoCoMo observations flag unrelated statements)."
+        ),
+    )
+    fact_scorer_dir: str | None = Field(
+        default=None,
+        description=(
+            "Directory with the learned fact scorers (update.json, duplicate.json, "
+            "admission.json, as written by scripts/train_fact_scorers.py). A file missing "
+            "there, or no directory, uses the packaged weights, fitted on the development "
+            "data with the default embedder: their cosine feature belongs to it, so retrain "
+            "for another embedder (docs/tuning.md)."
         ),
     )
     fact_neighbours: int = Field(

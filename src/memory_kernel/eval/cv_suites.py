@@ -2,8 +2,10 @@
 
 - ``gate``: the decision classifier's weights (``eval/gate_model.py``), trained on the
   training folds, each held-out fold replayed through the hooks with them;
-- ``dedup``: ``heart.fact_dedup_similarity`` (the ``tune dedup`` parameter), F1 of merges;
-- ``admission``, ``ku``: no tunable parameter, the fixed rules per fold.
+- ``admission``, ``dedup``, ``ku``: the learned fact scorer of the suite (admission,
+  duplicate, update), fitted on the training folds plus the other development files the
+  shipped scorer learns from (``eval/fact_models.py``); an MRPC file for ``dedup`` sweeps
+  ``heart.fact_dedup_similarity`` (the ``tune dedup`` parameter), F1 of merges.
 
 Threshold grids are the ``memory-kernel tune`` defaults plus today's default value, so a
 fold may keep the current setting. A learned scorer is the setup's ``model`` (the gate's
@@ -20,14 +22,14 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.eval import admission, dedup, gate, ku
 from memory_kernel.eval._metrics import binary_metrics
 from memory_kernel.eval.cv import CvSetup
+from memory_kernel.eval.fact_models import ScorerClassifier, admission_fit, pair_fit
+from memory_kernel.eval.fact_training import LabelledPair
 from memory_kernel.eval.fittable import (
-    FixedClassifier,
-    NoParams,
     SuiteRules,
-    Threshold,
     ThresholdClassifier,
 )
 from memory_kernel.eval.gate_model import FittedGate, LearnedGate
+from memory_kernel.eval.kernel_api import LinearScorer
 from memory_kernel.eval.sweep import SWEEPS, parse_values
 from memory_kernel.protocols import Embedder
 
@@ -52,23 +54,36 @@ def _merge_f1(pairs: Sequence[dedup.Pair], merges: Sequence[bool]) -> float:
     return float(binary_metrics(merges, [p.same for p in pairs])["f1"])
 
 
-def _dedup(data: Path, embedder: Embedder) -> CvSetup[dedup.Pair, Threshold]:
-    _, pairs = dedup.load_pairs(data)
+def _dedup_pair(pair: dedup.Pair) -> LabelledPair:
+    update = False if pair.same or pair.kind == "unrelated_same_topic" else None
+    return LabelledPair(pair.id, pair.a, pair.b, update, pair.same)
+
+
+def _dedup(data: Path, embedder: Embedder) -> CvSetup[dedup.Pair, Any]:
+    kind, pairs = dedup.load_pairs(data)
 
     async def decide(chosen: Sequence[dedup.Pair], config: MemoryKernelConfig) -> list[bool]:
         return dedup.merged(await dedup.decide(chosen, embedder, config=config))
 
     rules = SuiteRules(decide=decide, score=dedup.score, key=lambda pair: pair.id)
+    labels = ["same" if p.same else "apart" for p in pairs]
+    if kind == "pairs":
+        fit_rows, note = pair_fit("duplicate", data, embedder, _dedup_pair)
+        model = ScorerClassifier(rules, name="duplicate", fit_rows=fit_rows, note=note)
+        return CvSetup(pairs, labels, model, "label (same / apart)")
     param, grid = grid_with_default("dedup")
-    model = ThresholdClassifier(
+    threshold_model = ThresholdClassifier(
         rules, param=param, grid=grid, objective=_merge_f1,
         objective_name=SWEEPS["dedup"].objective, objective_detail="merged vs same meaning",
     )  # fmt: skip
-    labels = ["same" if p.same else "apart" for p in pairs]
-    return CvSetup(pairs, labels, model, "label (same / apart)")
+    return CvSetup(pairs, labels, threshold_model, "label (same / apart)")
 
 
-def _admission(data: Path, embedder: Embedder) -> CvSetup[admission.Row, NoParams]:
+def _admission_row(row: admission.Row) -> tuple[str, bool]:
+    return str(row["content"]), row["label"] == "admit"
+
+
+def _admission(data: Path, embedder: Embedder) -> CvSetup[admission.Row, LinearScorer]:
     rows = admission.load_rows(data)
 
     async def decide(chosen: Sequence[admission.Row], config: MemoryKernelConfig) -> list[bool]:
@@ -76,10 +91,16 @@ def _admission(data: Path, embedder: Embedder) -> CvSetup[admission.Row, NoParam
 
     rules = SuiteRules(decide=decide, score=admission.score, key=lambda row: str(row["id"]))
     labels = [str(r["label"]) for r in rows]
-    return CvSetup(rows, labels, FixedClassifier(rules), "label (admit / reject)")
+    fit_rows, note = admission_fit(data, _admission_row)
+    model = ScorerClassifier(rules, name="admission", fit_rows=fit_rows, note=note)
+    return CvSetup(rows, labels, model, "label (admit / reject)")
 
 
-def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, NoParams]:
+def _ku_pair(pair: ku.KuPair) -> LabelledPair:
+    return LabelledPair(pair.id, pair.old_fact, pair.new_fact, pair.label == "update", False)
+
+
+def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, LinearScorer]:
     pairs = ku.load_pairs(data)
 
     async def decide(chosen: Sequence[ku.KuPair], config: MemoryKernelConfig) -> list[ku.KuCheck]:
@@ -87,7 +108,9 @@ def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, NoParams]:
 
     rules = SuiteRules(decide=decide, score=ku.score, key=lambda pair: pair.id)
     labels = [p.label for p in pairs]
-    return CvSetup(pairs, labels, FixedClassifier(rules), "label (update / distinct)")
+    fit_rows, note = pair_fit("update", data, embedder, _ku_pair)
+    model = ScorerClassifier(rules, name="update", fit_rows=fit_rows, note=note)
+    return CvSetup(pairs, labels, model, "label (update / distinct)")
 
 
 SETUPS: dict[str, Callable[[Path, Embedder], CvSetup[Any, Any]]] = {

@@ -15,23 +15,50 @@ from __future__ import annotations
 from memory_kernel.brain.scorer import DecisionScorer
 from memory_kernel.brain.scorer import fit as fit_decision_classifier
 from memory_kernel.embeddings import embed_checked
+from memory_kernel.heart.facts.admission_features import (
+    ADMISSION_FEATURES,
+    admission_features,
+    is_question,
+    is_request,
+)
+from memory_kernel.heart.facts.normalise import features
+from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features, topic_anchor
+from memory_kernel.heart.facts.polarity import flip_reason
+from memory_kernel.heart.facts.relation import may_be_duplicate, scored_stage, veto
+from memory_kernel.heart.facts.scorer import LinearScorer, load_scorer
+from memory_kernel.heart.facts.scorer import fit as fit_scorer
 from memory_kernel.kernel import MemoryKernel
 from memory_kernel.models.facts import Fact, FactInput, LearnAction, LearnOutcome
 from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome, TurnResult
 from memory_kernel.testing import FrozenClock
 
 __all__ = [
+    "ADMISSION_FEATURES",
+    "PAIR_FEATURES",
     "DecisionScorer",
     "Fact",
     "FactInput",
     "FrozenClock",
     "LearnAction",
     "LearnOutcome",
+    "LinearScorer",
     "MemoryKernel",
     "ToolResult",
     "TurnInput",
     "TurnOutcome",
     "TurnResult",
+    "admission_features",
     "embed_checked",
+    "features",
     "fit_decision_classifier",
+    "fit_scorer",
+    "flip_reason",
+    "is_question",
+    "is_request",
+    "load_scorer",
+    "may_be_duplicate",
+    "pair_features",
+    "scored_stage",
+    "topic_anchor",
+    "veto",
 ]

@@ -157,3 +157,6 @@ class FactSearchHit(OutputModel):
     fact: Fact
     similarity: float
     matched_by: FactMatch
+    # A newer current fact among the hits that probably gives this one's slot a new value
+    # (shown before it): this one is likely out of date (heart/facts/recency.py).
+    newer_value: uuid.UUID | None = None

@@ -1,11 +1,18 @@
 """Pure admission gate for facts: keep specific, useful statements; reject filler,
-greetings, platitudes and universal knowledge before they reach long-term memory.
+greetings, questions, requests, talk about the conversation itself, platitudes and universal
+knowledge before they reach long-term memory.
 
-The rules are deliberately about *kinds* of text, not about particular sentences: a fact is
-worth keeping when it says something specific about this agent's world (a name, a number, a
-place, a "we"/"my", a definite thing), and not worth keeping when every content word is
-vague ("something", "stuff", "talked") or when it is a generic statement about a category
-("computers process data"). An explicit fact (the caller insists) is always admitted.
+Two layers, both about *kinds* of text, not particular sentences:
+
+1. rules that are sure: nothing but greetings or vague words, a question, a request, a
+   short evaluative platitude, a short generic statement about a category;
+2. a learned scorer (``scorer``: logistic regression over :data:`ADMISSION_FEATURES`,
+   weights in ``weights/admission.json``) over what the rules let through: how anchored the
+   statement is in this agent's world (names, values, identifiers, "my"/"our"/"the user's",
+   "this repo"), how much of it is vague, hedged, conversation meta ("the user asked",
+   "the assistant"), transient ("at the moment", "today") or generic.
+
+An explicit fact (the caller insists) is always admitted.
 """
 
 from __future__ import annotations
@@ -14,9 +21,15 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from memory_kernel.heart.facts.admission_features import (
+    ADMISSION_FEATURES,
+    admission_features,
+    is_question,
+)
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens, value_of
+from memory_kernel.heart.facts.scorer import LinearScorer, packaged
 
-__all__ = ["AdmissionReason", "FactAdmission", "admit_fact"]
+__all__ = ["AdmissionReason", "FactAdmission", "admission_scorer", "admit_fact"]
 
 
 def _set(words: str) -> frozenset[str]:
@@ -31,6 +44,9 @@ class AdmissionReason(StrEnum):
     VAGUE = "vague_filler"
     PLATITUDE = "platitude"
     UNIVERSAL = "universal_knowledge"
+    QUESTION = "question_or_request"
+    META = "conversation_meta"
+    NOT_SPECIFIC = "not_specific"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +119,16 @@ def _anchored(words: list[str], original: str) -> bool:
     return any(name.lower() not in _GENERIC_SUBJECTS for name in inner)
 
 
+def _evaluated(words: list[str]) -> bool:
+    """An evaluative predicate: "... is key", "... matters", "... are essential"."""
+    for i, word in enumerate(words[1:], 1):
+        if word in _EVALUATIVE and (
+            words[i - 1] in ("is", "are", "very", "so") or word == "matters"
+        ):
+            return True
+    return False
+
+
 def _universal(words: list[str], original: str, content: list[str]) -> bool:
     """A short generic statement about a category, with nothing specific in it."""
     if len(content) > 5 or not words or _personal(words) or _anchored(words, original):
@@ -114,8 +140,29 @@ def _universal(words: list[str], original: str, content: list[str]) -> bool:
     return subject in _GENERIC_SUBJECTS or bool(_DEFINITIONAL.match(lowered))
 
 
-def admit_fact(content: str, *, explicit: bool = False) -> FactAdmission:
-    """Whether ``content`` is worth storing as a fact, and why."""
+def admission_scorer() -> LinearScorer:
+    """The packaged admission scorer."""
+    return packaged("admission", ADMISSION_FEATURES)
+
+
+def _learned_reason(features: dict[str, float]) -> AdmissionReason:
+    """The kind of filler the scorer rejected, by its strongest sign."""
+    if features["meta"] > 0:
+        return AdmissionReason.META
+    if features["vague"] > 0 or features["hedge"] > 0:
+        return AdmissionReason.VAGUE
+    if features["request"] > 0:
+        return AdmissionReason.QUESTION
+    if features["bare_subject"] > 0 and not features["personal"]:
+        return AdmissionReason.UNIVERSAL
+    return AdmissionReason.NOT_SPECIFIC
+
+
+def admit_fact(
+    content: str, *, explicit: bool = False, scorer: LinearScorer | None = None
+) -> FactAdmission:
+    """Whether ``content`` is worth storing as a fact, and why (``scorer``: the learned
+    layer; the packaged one by default)."""
     if explicit:
         return FactAdmission(admitted=True, reason=AdmissionReason.EXPLICIT)
     words = tokens(content)
@@ -133,8 +180,14 @@ def admit_fact(content: str, *, explicit: bool = False) -> FactAdmission:
     if not anchored and all(w in _VAGUE or w in _SMALL_TALK for w in content_words):
         return reject(AdmissionReason.VAGUE)
     generic = not anchored and not _personal(words)
-    if generic and len(content_words) <= 4 and _EVALUATIVE & set(content_words[1:]):
+    if generic and len(content_words) <= 4 and _evaluated(words):
         return reject(AdmissionReason.PLATITUDE)
     if _universal(words, content, content_words):
         return reject(AdmissionReason.UNIVERSAL)
+    if is_question(content):
+        return reject(AdmissionReason.QUESTION)
+    model = scorer or admission_scorer()
+    features = admission_features(content)
+    if model.probability([features[name] for name in model.features]) < model.threshold("admit"):
+        return reject(_learned_reason(features))
     return FactAdmission(admitted=True, reason=AdmissionReason.SPECIFIC)

@@ -1,23 +1,42 @@
 """Pure pair classification: is a new fact a duplicate of an old one, an update of the same
 slot with a new value, a contradiction, or unrelated?
 
-The rules are deterministic and need no LLM. They look at the cosine of the two embeddings
-and at the words: values (numbers, amounts, times, dates), opposite meanings, the aligned
-"frame" of the two sentences, the head (who/what the sentence is about) and change markers
-("now", "anymore", "moved", "switched"). The order of the checks is the policy: a flipped
-meaning or a changed value is never a duplicate.
+No LLM. The order of the checks is the policy (precision first: when it cannot be sure that
+the new fact replaces the old one, both stay current and recall orders them, newest first):
+
+1. the same words: a duplicate; too dissimilar: unrelated;
+2. a flipped meaning (negation, antonym, swapped comparison): a contradiction;
+3. vetoes, from the slot view (``slots``): a question, a list item ("another", "too",
+   "include"), a goal / plan / hearsay on one side only, or a different identifier
+   ("Article 25" / "Article 37") is never an update;
+4. two statements in parallel (``frames``): only a changed value, nothing else, is an
+   update; no difference at all is a duplicate; another holder, attribute or scope is
+   neither; a change marker ("now", "switched") with the same holder is an update;
+5. otherwise two learned scorers (``scorer``: logistic regression over the pair features
+   of ``pairs``) decide: an update above their write threshold, a duplicate above theirs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from difflib import SequenceMatcher
+from dataclasses import dataclass, field
 from enum import StrEnum
 
+from memory_kernel.heart.facts.frames import FrameDiff, abbreviates, compare, may_be_parallel
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
+from memory_kernel.heart.facts.pairs import (
+    PAIR_FEATURES,
+    content_overlap,
+    pair_features,
+    topic_anchor,
+)
 from memory_kernel.heart.facts.polarity import flip_reason
+from memory_kernel.heart.facts.scorer import LinearScorer, packaged
+from memory_kernel.heart.facts.slots import Statement, statement
 
-__all__ = ["PairRelation", "PairVerdict", "RelationThresholds", "classify_pair"]
+__all__ = [
+    "PairRelation", "PairVerdict", "RelationThresholds", "classify_pair", "default_scorers",
+    "may_be_duplicate", "reworded", "scored_stage", "update_probability", "veto",
+]  # fmt: skip
 
 # Words that announce that a statement replaces an earlier one.
 _CHANGE_MARKERS = frozenset(
@@ -26,8 +45,8 @@ _CHANGE_MARKERS = frozenset(
 )  # fmt: skip
 
 
-# Words outside the shared frame (both sides together) for a "same frame, new value" change.
-_MAX_SUBSTITUTED_WORDS = 4
+#: The least content overlap of a restatement (``pairs.content_overlap``).
+_RESTATED_OVERLAP = 0.3
 
 
 class PairRelation(StrEnum):
@@ -37,9 +56,15 @@ class PairRelation(StrEnum):
     UNRELATED = "unrelated"
 
 
+def default_scorers() -> tuple[LinearScorer, LinearScorer]:
+    """The packaged (update, duplicate) scorers."""
+    return packaged("update", PAIR_FEATURES), packaged("duplicate", PAIR_FEATURES)
+
+
 @dataclass(frozen=True, slots=True)
 class RelationThresholds:
-    """Cosine and word-overlap cut-offs (defaults live in ``HeartConfig``)."""
+    """Cosine and word-overlap cut-offs (defaults live in ``HeartConfig``) and the learned
+    scorers with their thresholds (packaged unless the configuration names others)."""
 
     dedup_similarity: float
     dedup_coverage: float
@@ -48,6 +73,8 @@ class RelationThresholds:
     update_floor: float
     update_shared: float
     contradiction_similarity: float
+    update_scorer: LinearScorer = field(default_factory=lambda: default_scorers()[0])
+    duplicate_scorer: LinearScorer = field(default_factory=lambda: default_scorers()[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,30 +106,6 @@ def _shared(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     return len(exact) + fuzzy
 
 
-def _unique_both_sides(a: TextFeatures, b: TextFeatures) -> bool:
-    return _shared(a.content, b.content) < len(set(a.content)) and _shared(
-        b.content, a.content
-    ) < len(set(b.content))
-
-
-def _substitution(a: TextFeatures, b: TextFeatures) -> str | None:
-    """The two sentences share a frame and differ in one aligned span with content on both
-    sides: "owned by the billing team" / "owned by the platform team"."""
-    matcher = SequenceMatcher(a=a.content, b=b.content, autojunk=False)
-    equal = sum(block.size for block in matcher.get_matching_blocks())
-    shorter = min(len(a.content), len(b.content))
-    unmatched = len(a.content) + len(b.content) - 2 * equal
-    # A swapped slot leaves the rest of the sentence intact; more rewording than a few
-    # words is a paraphrase or a different statement, not a slot change.
-    if shorter == 0 or equal / shorter < 0.5 or unmatched > _MAX_SUBSTITUTED_WORDS:
-        return None
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "replace" and not _shared(a.content[i1:i2], b.content[j1:j2]):
-            old, new = " ".join(a.content[i1:i2]), " ".join(b.content[j1:j2])
-            return f"same frame, {old!r} became {new!r}"
-    return None
-
-
 def _same_slot(a: TextFeatures, b: TextFeatures, t: RelationThresholds) -> bool:
     """Same head (who/what it is about) and enough shared words besides the head to be the
     same attribute: the low-similarity side of a knowledge update ("Rachel moved to Chicago"
@@ -127,6 +130,62 @@ def _values_changed(old: TextFeatures, new: TextFeatures) -> str:
     return f"value changed: {gone} -> {came}"
 
 
+def veto(old: Statement, new: Statement) -> str | None:
+    """Why ``new`` cannot be an update of ``old``, whatever else they share."""
+    if old.question or new.question:
+        return "a question is not an update"
+    if new.list_item or new.listed & (old.content | old.listed):
+        return "a list item adds, it does not replace"
+    if old.irrealis != new.irrealis:
+        return "a goal, plan or report beside a statement"
+    if _identifiers_differ(old, new):
+        return "different identifiers"
+    return None
+
+
+def _scored(scorer: LinearScorer, features: dict[str, float]) -> float:
+    return scorer.probability([features[name] for name in scorer.features])
+
+
+def update_probability(
+    old: TextFeatures, new: TextFeatures, similarity: float, t: RelationThresholds
+) -> float:
+    """How likely ``new`` gives a new value of ``old``'s slot: 1 or 0 where the rules are
+    sure (a veto, a parallel pair), else the update scorer's probability. Recall uses it to
+    show the newer of two current facts first."""
+    s_old, s_new = statement(old.text), statement(new.text)
+    if veto(s_old, s_new) is not None:
+        return 0.0
+    diff = compare(s_old, s_new) if may_be_parallel(s_old, s_new) else None
+    if diff is not None and diff.parallel:
+        framed = _frame_verdict(old, new, diff, None, t)
+        return 1.0 if framed is not None and framed[0] is PairRelation.UPDATE else 0.0
+    if topic_anchor(s_old, s_new) == 0:
+        return 0.0
+    diff = diff or compare(s_old, s_new)
+    return _scored(t.update_scorer, pair_features(s_old, s_new, similarity, diff))
+
+
+def _frame_verdict(
+    old: TextFeatures, new: TextFeatures, diff: FrameDiff, why_not: str | None,
+    t: RelationThresholds,
+) -> tuple[PairRelation, str] | None:  # fmt: skip
+    """The decision of a parallel pair, or ``None`` when it is not parallel."""
+    if not diff.parallel:
+        return None
+    if diff.same:
+        return PairRelation.DUPLICATE, f"same frame, same words (shared {diff.shared:.2f})"
+    if why_not is not None:
+        return PairRelation.UNRELATED, why_not
+    if diff.value_only:
+        return PairRelation.UPDATE, _values_changed(old, new)
+    if diff.entity:
+        return PairRelation.UNRELATED, "same frame, another holder or identifier"
+    if _has_change_marker(old, new) and _same_slot(old, new, t):
+        return PairRelation.UPDATE, "same holder, new value, change marker"
+    return PairRelation.UNRELATED, "same frame, another attribute, scope or detail"
+
+
 def classify_pair(
     old: TextFeatures, new: TextFeatures, similarity: float, t: RelationThresholds
 ) -> PairVerdict:
@@ -139,31 +198,100 @@ def classify_pair(
         return verdict(PairRelation.DUPLICATE, "same text")
     if similarity < min(t.update_floor, t.dedup_similarity):
         return verdict(PairRelation.UNRELATED, "not similar")
+    s_old, s_new = statement(old.text), statement(new.text)
     flip = flip_reason(old, new)
+    if flip is None and not s_old.shares_anything(s_new):
+        return verdict(PairRelation.UNRELATED, "nothing in common")
+    # Most pairs are not written in parallel: the alignment waits until it is needed.
+    diff = compare(s_old, s_new) if may_be_parallel(s_old, s_new) else None
+    parallel = diff is not None and diff.parallel
     if flip is not None:
         if similarity >= t.contradiction_similarity:
             return verdict(PairRelation.CONTRADICTION, flip)
-        return verdict(PairRelation.UNRELATED, f"not similar enough to contradict ({flip})")
-    if old.values != new.values:
-        # A value replaced by another is an update; a value only added or dropped is new
-        # detail, which is neither the same fact nor a reason to retire the old one.
-        replaced = bool(old.values - new.values) and bool(new.values - old.values)
-        if replaced and (similarity >= t.update_similarity or _same_slot(old, new, t)):
-            return verdict(PairRelation.UPDATE, _values_changed(old, new))
-        return verdict(PairRelation.UNRELATED, "different values")
-    if similarity >= t.update_similarity:
-        substitution = _substitution(old, new)
-        if substitution is not None:
-            return verdict(PairRelation.UPDATE, substitution)
-    if _has_change_marker(old, new) and _same_slot(old, new, t) and _unique_both_sides(old, new):
-        return verdict(PairRelation.UPDATE, "same head, new value, change marker")
-    if similarity < t.dedup_similarity:
-        return verdict(PairRelation.UNRELATED, "different content")
-    old_words, new_words = set(old.content), set(new.content)
-    old_shared, new_shared = _shared(old.content, new.content), _shared(new.content, old.content)
-    larger = max(len(old_words), len(new_words))
-    share = min(old_shared, new_shared) / larger if larger else 1.0
-    novel = max(len(old_words) - old_shared, len(new_words) - new_shared)
-    if share >= t.dedup_coverage and novel <= t.dedup_max_novel:
-        return verdict(PairRelation.DUPLICATE, f"paraphrase (word coverage {share:.2f})")
+        if parallel:
+            return verdict(PairRelation.UNRELATED, f"not similar enough to contradict ({flip})")
+        # Written differently, a negation elsewhere in the sentence flips nothing here.
+    why_not = veto(s_old, s_new)
+    framed = _frame_verdict(old, new, diff, why_not, t) if diff is not None else None
+    if framed is not None and not (
+        diff is not None and framed[0] is PairRelation.UNRELATED and reworded(diff)
+    ):
+        return verdict(*framed)
+    tied = topic_anchor(s_old, s_new)
+    # In parallel, only the rules retire (above); a reworded pair may still be the same.
+    scored = why_not is None and tied > 0 and not parallel
+    # A flipped meaning written differently may still be a new value; it is never the same.
+    same_sense = flip is None and similarity >= t.dedup_similarity
+    maybe_same = same_sense and may_be_duplicate(s_old, s_new, diff)
+    if not (scored or maybe_same):
+        return (
+            verdict(*framed)
+            if framed is not None
+            else verdict(PairRelation.UNRELATED, "different content")
+        )
+    diff = diff or compare(s_old, s_new)
+    features = pair_features(s_old, s_new, similarity, diff, anchor=tied)
+    p_update = _scored(t.update_scorer, features) if scored else 0.0
+    if maybe_same:
+        p_same = _scored(t.duplicate_scorer, features)
+        if p_same >= t.duplicate_scorer.threshold("merge") and p_same >= p_update:
+            return verdict(PairRelation.DUPLICATE, f"learned: same meaning (p={p_same:.2f})")
+    # Retiring a fact needs a firm tie (``topic_anchor`` of 2: two shared names, identifiers
+    # or holder words, or all of the older fact's holder); with less, recall shows the newer
+    # fact first and nothing is retired.
+    if p_update >= t.update_scorer.threshold("write") and tied >= 2:
+        return verdict(PairRelation.UPDATE, f"learned: same slot, new value (p={p_update:.2f})")
+    if framed is not None:
+        return verdict(*framed)
     return verdict(PairRelation.UNRELATED, "different content")
+
+
+def reworded(diff: FrameDiff) -> bool:
+    """In parallel, with words moved to another place ("Ines leads the team" / "the team is
+    headed by Ines") and no value, holder or identifier replaced: restructured, maybe the
+    same; only the duplicate scorer can tell. A word swapped in place ("green" / "blue",
+    "mornings" / "evenings") is another value of an attribute, never the same."""
+    return diff.parallel and diff.moved > 0 and not diff.value and not diff.entity
+
+
+def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff | None) -> bool:
+    """Two statements with other values or another identifier never say the same (values
+    compared as said, ``Statement.value_keys``; identifiers up to abbreviation), nor two
+    that share under a third of their words."""
+    if old.question != new.question or old.value_keys() != new.value_keys():
+        return False
+    if content_overlap(old, new) < _RESTATED_OVERLAP:
+        return False
+    parallel_entity = diff is not None and diff.parallel and diff.entity > 0
+    return not parallel_entity and not _identifiers_differ(old, new)
+
+
+def _identifiers_differ(old: Statement, new: Statement) -> bool:
+    """An identifier of one side the other does not name, as an identifier, a value or
+    the words it abbreviates ("k8s" / "Kubernetes", "S3" / "Simple Storage Service")."""
+    if not old.identifiers and not new.identifiers:
+        return False
+    for mine, other in ((old, new), (new, old)):
+        keys = other.identifiers | {v for _, v in other.values} | other.value_keys()
+        words = [item[2].lower() for item in other.items if item[0] in ("h", "p")]
+        for code in mine.identifiers - keys:
+            raw = next((i[2] for i in mine.items if i[0] == "id" and i[1] == code), code)
+            if not any(abbreviates(raw, words[i:j]) for i in range(len(words))
+                       for j in range(i + 1, min(i + 5, len(words)) + 1)):  # fmt: skip
+                return True
+    return False
+
+
+def scored_stage(
+    old: TextFeatures, new: TextFeatures, *, duplicate: bool = False
+) -> tuple[Statement, Statement, FrameDiff] | None:
+    """The slot views and alignment of a pair a learned scorer decides (``None``: the rules
+    decide it before them): what its training data is made of. The duplicate scorer also
+    sees the reworded parallel pairs (:func:`reworded`)."""
+    if old.words == new.words:
+        return None
+    s_old, s_new = statement(old.text), statement(new.text)
+    diff = compare(s_old, s_new)
+    if diff.parallel and not (duplicate and reworded(diff)):
+        return None
+    return s_old, s_new, diff

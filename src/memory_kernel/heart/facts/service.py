@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TypeVar
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.errors import NotFoundError, ValidationError
@@ -30,7 +32,9 @@ from memory_kernel.heart.facts.policy import (
     decide_pending,
     outcome,
 )
-from memory_kernel.heart.facts.relation import RelationThresholds
+from memory_kernel.heart.facts.recency import newest_first
+from memory_kernel.heart.facts.relation import RelationThresholds, update_probability
+from memory_kernel.heart.facts.scorers import Scorers, load_scorers
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import Fact, FactInput, FactMatch, FactSearchHit, LearnOutcome
 from memory_kernel.runtime import Runtime
@@ -90,6 +94,14 @@ class FactService:
 
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
+        self._scorers: Scorers | None = None
+
+    @property
+    def scorers(self) -> Scorers:
+        """The learned scorers of the configuration (read once)."""
+        if self._scorers is None:
+            self._scorers = load_scorers(self._rt.config.heart.fact_scorer_dir)
+        return self._scorers
 
     # -- learning -----------------------------------------------------------------------
 
@@ -183,6 +195,8 @@ class FactService:
             update_floor=cfg.fact_update_floor,
             update_shared=cfg.fact_update_shared,
             contradiction_similarity=cfg.fact_contradiction_similarity,
+            update_scorer=self.scorers.update,
+            duplicate_scorer=self.scorers.duplicate,
         )
 
     async def _prepare(self, batch: Sequence[FactInput]) -> list[Prepared]:
@@ -199,7 +213,9 @@ class FactService:
                     input=fact,
                     subject_key=normalise_subject(fact.subject),
                     features=features(fact.content),
-                    admission=admit_fact(fact.content, explicit=fact.explicit),
+                    admission=admit_fact(
+                        fact.content, explicit=fact.explicit, scorer=self.scorers.admission
+                    ),
                     confidence=(
                         cfg.default_confidence if fact.confidence is None else fact.confidence
                     ),
@@ -287,18 +303,22 @@ class FactService:
             raise ValidationError("k must be an integer between 1 and 1000")
         (vector,) = await self._rt.embed_or_none([query])  # none: the text index still answers
         hits: list[FactSearchHit] = []
+        vectors: dict[uuid.UUID, npt.NDArray[np.float32]] = {}
         async with self._rt.db.connection() as conn:
             statuses: tuple[str, ...] = store.CURRENT
             if vector is not None:
                 rows = await nearest(
                     conn, facts, agent_id=agent_id, vector=vector, k=k,
-                    where=[facts.c.confidence >= min_confidence], columns=store.FACT_COLUMNS,
+                    where=[facts.c.confidence >= min_confidence],
+                    columns=store.SEARCH_COLUMNS,
                 )  # fmt: skip
-                hits += [
-                    FactSearchHit(fact=store.to_fact(r), similarity=1.0 - float(r.distance),
-                                  matched_by=FactMatch.VECTOR)
-                    for r in rows
-                ]  # fmt: skip
+                for r in rows:
+                    hit = FactSearchHit(fact=store.to_fact(r), similarity=1.0 - float(r.distance),
+                                        matched_by=FactMatch.VECTOR)  # fmt: skip
+                    hits.append(hit)
+                    found_vector = store.vector_of(r)
+                    if found_vector is not None:
+                        vectors[hit.fact.id] = found_vector
                 statuses = (FactStatus.PENDING_EMBED.value,)
             found = await store.text_search(
                 conn, agent_id, query, statuses=statuses, k=k, min_confidence=min_confidence
@@ -310,7 +330,35 @@ class FactService:
             for f in found if f.id not in seen
         ]  # fmt: skip
         hits.sort(key=lambda h: -h.similarity)
-        return hits[:k]
+        return self._newest_first(hits[:k], vectors)
+
+    def _newest_first(
+        self, hits: list[FactSearchHit], vectors: Mapping[uuid.UUID, npt.NDArray[np.float32]]
+    ) -> list[FactSearchHit]:
+        """Two current values of one slot among the hits: the newer one first, the older
+        one marked with it (``recency``)."""
+        t = self.thresholds()
+        at = t.update_scorer.threshold("read")
+
+        def cosine(a: Fact, b: Fact) -> float:
+            va, vb = vectors.get(a.id), vectors.get(b.id)
+            return float(np.dot(va, vb)) if va is not None and vb is not None else 0.0
+
+        def updates(old: FactSearchHit, new: FactSearchHit) -> bool:
+            old_f, new_f = features(old.fact.content), features(new.fact.content)
+            return update_probability(old_f, new_f, cosine(old.fact, new.fact), t) >= at
+
+        ordered, replaced_by = newest_first(
+            hits, key=lambda h: h.fact.id,
+            newer=lambda a, b: (a.fact.valid_from, a.fact.created_at)
+            > (b.fact.valid_from, b.fact.created_at),
+            updates=updates,
+        )  # fmt: skip
+        return [
+            h.model_copy(update={"newer_value": replaced_by[h.fact.id]})
+            if h.fact.id in replaced_by else h
+            for h in ordered
+        ]  # fmt: skip
 
     async def history(self, fact_id: uuid.UUID, *, agent_id: str) -> list[Fact]:
         """The supersession chain ``fact_id`` belongs to (both directions), oldest first."""

@@ -18,6 +18,8 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from pgvector import Vector as PgVector
 from sqlalchemy import (
     ColumnElement,
@@ -44,14 +46,30 @@ from memory_kernel.storage.tables import episodes, facts
 from memory_kernel.storage.vector import as_array
 
 __all__ = [
-    "CURRENT", "FACT_COLUMNS", "LOCK_SCOPE", "agents_with_pending", "as_of", "by_ids",
-    "chain_step", "lock_agents", "missing_episodes", "pending", "read_candidates", "read_statement",
-    "still_pending", "text_search", "to_fact",
+    "CURRENT",
+    "FACT_COLUMNS",
+    "LOCK_SCOPE",
+    "SEARCH_COLUMNS",
+    "agents_with_pending",
+    "as_of",
+    "by_ids",
+    "chain_step",
+    "lock_agents",
+    "missing_episodes",
+    "pending",
+    "read_candidates",
+    "read_statement",
+    "still_pending",
+    "text_search",
+    "to_fact",
+    "vector_of",
 ]  # fmt: skip
 
 CURRENT = (FactStatus.ACTIVE.value, FactStatus.PENDING_EMBED.value)
 #: Every column of a fact but the vector and the generated tsvector.
 FACT_COLUMNS = [c for c in facts.c if c.name not in ("embedding", "search_tsv")]
+#: What a search returns of a fact: its columns and its vector (for read-time resolution).
+SEARCH_COLUMNS = [*FACT_COLUMNS, facts.c.embedding]
 #: The advisory-lock scope of an agent's facts: every writer of them takes it (learn, the
 #: embedding queue, consolidation).
 LOCK_SCOPE = "mk-facts"
@@ -61,6 +79,11 @@ _ENGLISH: ColumnElement[Any] = literal_column("'english'::regconfig")
 
 def to_fact(row: Row[*tuple[Any, ...]]) -> Fact:
     return row_fact(row._mapping)
+
+
+def vector_of(row: Row[*tuple[Any, ...]]) -> npt.NDArray[np.float32] | None:
+    """The vector of a row read with :data:`SEARCH_COLUMNS`."""
+    return as_array(row.embedding)
 
 
 async def lock_agents(conn: AsyncConnection, agent_ids: Iterable[str]) -> None:

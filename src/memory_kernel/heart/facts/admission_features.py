@@ -1,0 +1,182 @@
+"""Pure features of one candidate fact for the learned admission scorer.
+
+Each feature measures a kind of text, from closed word classes of English and the shape of
+tokens, never a phrase of the training rows: how anchored the statement is (names, values,
+identifiers, possessives, "this"/"our"), how vague or hedged, whether it talks about the
+conversation or the agent rather than the world, whether it is transient or generic.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens, value_of
+
+__all__ = ["ADMISSION_FEATURES", "admission_features", "is_question", "is_request"]
+
+
+def _set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+ADMISSION_FEATURES = (
+    "content_words", "names", "named_subject", "values", "codes", "possessive", "personal",
+    "user_subject", "deictic", "vague", "hedge", "meta", "transient", "bare_subject",
+    "definitional", "evaluative", "short_unanchored", "condition", "request", "value_referent",
+    "definite_subject",
+)  # fmt: skip
+
+_INDEFINITE = _set(
+    """
+    something someone somebody somewhere sometime anything anyone anybody stuff things thing
+    some few various certain general several kind sort bit lot
+    """
+)
+_HEDGES = _set("may might could perhaps possibly maybe probably seems seem seemed likely")
+# The conversation and the agent as the topic: speech acts, chat objects, the roles.
+_SPEECH_ACTS = _set(
+    """
+    said says asked asks ask talked talk talking mentioned mention mentions referred refer
+    replied reply greeted greet chatted discussed discuss thought
+    """
+)
+_CONVERSATION = _set("conversation chat assistant agent interface")
+_PARTICIPANTS = _set("user assistant agent i we")
+_TRANSIENT = _set("moment today tonight currently now right yesterday earlier later soon")
+_EVALUATIVE = _set(
+    """
+    important key essential crucial vital valuable helpful useful good great nice bad
+    healthy practice matters challenges hard easy best better worse
+    """
+)
+_DEICTIC = _set("this these our ours my mine your their his her its")
+_DETERMINERS = _set("the a an this that these those every each some any no all")
+# Suffixes of abstract and plural common nouns: a bare subject with one is a category.
+_COMMON_NOUN = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ing|ism|ics|ology|s)$")
+_PERSONAL = _set("i me my we us our you your i'm i've we're")
+_REQUEST_OPENERS = _set("please remind tell show give summarize summarise explain help let")
+_QUESTION_OPENERS = _set(
+    "what which who whom whose when where why how can could would should do does did is are"
+)
+_CONDITION = _set("if unless whether when")
+_AUXILIARIES = _set("is was has had does did will can 's")
+_DEFINITIONAL = re.compile(
+    r"^(?:an? |the )?\S+(?: \S+)? (?:is|are) (?:a|an|used|made|called|known|one|part|kind|"
+    r"type|the \w+ of)\b"
+)
+_INNER_NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w-]*")
+_CODE = re.compile(r"`[^`]+`|\w+[_./@]\w+|\b[A-Z]{2,}\b|\w*\d\w*[A-Za-z]\w*|[A-Za-z]+-\d")
+
+
+_NOT_NAMES = (
+    _INDEFINITE
+    | _TRANSIENT
+    | _EVALUATIVE
+    | _set("user hello hi hey okay ok alright thanks please good great earlier sure yes no")
+)
+
+
+def is_question(text: str) -> bool:
+    words = tokens(text)
+    return text.rstrip().endswith("?") or bool(
+        words
+        and words[0] in _QUESTION_OPENERS
+        and len(words) > 1
+        and words[1] in _set("you i we it there they he she the this that your my")
+        and not text.rstrip().endswith(".")
+    )
+
+
+def is_request(text: str) -> bool:
+    words = tokens(text)
+    return bool(words) and (
+        words[0] in _REQUEST_OPENERS
+        or (len(words) > 1 and words[:2] in (["can", "you"], ["could", "you"]))
+    )
+
+
+def _share(words: list[str], vocabulary: frozenset[str]) -> float:
+    return sum(w in vocabulary for w in words) / len(words) if words else 0.0
+
+
+@lru_cache(maxsize=16_384)
+def admission_features(text: str) -> dict[str, float]:
+    """Every admission feature of ``text`` by name (:data:`ADMISSION_FEATURES`)."""
+    words = tokens(text)
+    content = [w for w in words if w not in FUNCTION_WORDS and value_of(w) is None]
+    names = [n for n in _INNER_NAME.findall(text) if n.lower() not in FUNCTION_WORDS]
+    values = sum(value_of(w) is not None for w in words)
+    codes = len(_CODE.findall(text))
+    anchored = bool(names or values or codes or any("'" in w for w in words))
+    first = words[0] if words else ""
+    user_subject = " ".join(words[:2]) in ("the user", "user is", "user has") or first == "user"
+    opener = text.split()[0] if text.split() else ""
+    capitalised = opener[:1].isupper() and first not in FUNCTION_WORDS
+    # "Omar is ...", "Keiko has ...", "Mateo, ...": a capitalised first word of proper-noun
+    # shape, followed by its verb or an apposition.
+    after = words[1] if len(words) > 1 else ""
+    named = (
+        capitalised and len(first) >= 3 and first not in _NOT_NAMES and value_of(first) is None
+        and not _COMMON_NOUN.search(first.split("'")[0])
+        and (after in _AUXILIARIES or after.endswith("s") or "," in text.split()[0]
+             or "'" in first)
+    )  # fmt: skip
+    bare = (
+        first not in FUNCTION_WORDS
+        and first not in _DETERMINERS
+        and not named
+        and not (value_of(first) is not None or user_subject)
+    )
+    personal = any(w in _PERSONAL for w in words)
+    return {
+        # The speaker ("I", "we") is a referent as specific as a name.
+        "content_words": min(len(content) + personal, 2) / 2,
+        "names": min(len(names), 3) / 3,
+        "named_subject": float(named),
+        "values": min(values, 3) / 3,
+        "codes": min(codes, 3) / 3,
+        "possessive": float(any("'" in w for w in words)),
+        "personal": float(personal),
+        "user_subject": float(user_subject),
+        "deictic": float(any(w in _DEICTIC for w in words)),
+        "vague": _share(content, _INDEFINITE) + 0.5 * float(any(w in _INDEFINITE for w in words)),
+        "hedge": float(any(w in _HEDGES for w in words)),
+        "meta": _meta(words),
+        "transient": float(any(w in _TRANSIENT for w in words)),
+        "bare_subject": float(bare),
+        "definitional": float(bool(_DEFINITIONAL.match(" ".join(words)))),
+        "evaluative": _share(content, _EVALUATIVE),
+        "short_unanchored": float(len(content) <= 3 and not (anchored or named or personal)),
+        "condition": float(any(w in _CONDITION for w in words)),
+        "request": float(is_request(text)),
+        "value_referent": _value_referent(words),
+        # "The logo colour ...", "Our cluster ...": a particular thing of this world.
+        "definite_subject": float(first in ("the", "our", "my", "this") and not user_subject),
+    }
+
+
+def _meta(words: list[str]) -> float:
+    """Talk about the conversation: its nouns, or a participant's speech act ("the user
+    asked", "I mentioned")."""
+    subject = next((w for w in words[:3] if w not in _DETERMINERS), "")
+    if subject in _CONVERSATION or (
+        subject in _PARTICIPANTS and any(w in _SPEECH_ACTS for w in words)
+    ):
+        return 1.0
+    return 0.5 if any(w in _CONVERSATION for w in words) else 0.0
+
+
+def _value_referent(words: list[str]) -> float:
+    """A value that says what it measures: a time, date or amount, or a number followed
+    by the noun it counts ("1,200 subscribers"), not a bare "the number is 42"."""
+    for i, word in enumerate(words):
+        value = value_of(word)
+        if value is None:
+            continue
+        if ":" in value or value[0] in "$€£¥" or value.endswith(("%", "th")) or word.isalpha():
+            return 1.0
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if nxt and nxt not in FUNCTION_WORDS and value_of(nxt) is None:
+            return 1.0
+    return 0.0

@@ -1,0 +1,201 @@
+"""Pure alignment of two statements' slot views: do they share a frame, and what differs?
+
+Two statements written in parallel ("The Austin office has 40 desks." / "The Boston office
+has 55 desks.") align word by word; each span that differs is classified:
+
+- ``value``: a value replaced by a value of the same type (40 -> 55), or a name replaced by
+  a name after the verb ("owned by team Red" -> "team Blue"): the slot's value changed;
+- ``entity``: an identifier or a word of the holder replaced ("Austin" -> "Boston",
+  "unit 2B" -> "unit 3A", "p50" -> "p99"): another thing, never an update of this one;
+- ``other``: any other content replaced, added or dropped (an attribute, a scope, a list
+  item): the statements say different things;
+- ``detail``: one plain word added or dropped after the verb ("dark mode" / "the dark mode
+  theme"), or a time adverb ("today"): the same statement, more or less precise.
+
+Spans that differ only by spelling (an abbreviation, an inflection, a compound) count as
+equal. Only a parallel pair whose differences are all ``value`` is a sure update; a
+parallel pair without differences is a restatement.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import lru_cache
+
+from memory_kernel.heart.facts.slots import Statement, abbreviation_like
+
+__all__ = ["FrameDiff", "abbreviates", "compare", "may_be_parallel"]
+
+Item = tuple[str, str, str]
+
+# Shared share of the longer side's items from which two statements are in parallel.
+_PARALLEL = 0.5
+_SKIPPED = frozenset({"of", "and", "the", "for", "&"})
+_ADVERBS_OF_TIME = frozenset({"today", "tonight", "currently", "nowadays", "lately", "these"})
+
+
+@dataclass(frozen=True, slots=True)
+class FrameDiff:
+    parallel: bool
+    shared: float  # aligned share of the longer side
+    value: int
+    entity: int
+    other: int
+    detail: int = 0
+    moved: int = 0  # words of one side found, unaligned, elsewhere in the other: reordered
+
+    @property
+    def same(self) -> bool:
+        """Parallel with nothing that differs: a restatement."""
+        return self.parallel and not (self.value or self.entity or self.other)
+
+    @property
+    def value_only(self) -> bool:
+        """Parallel, a value changed and nothing else: a sure update."""
+        return self.parallel and self.value > 0 and not (self.entity or self.other)
+
+
+def _letters(short: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", short.lower())
+
+
+def _numeronym(short: str, word: str) -> bool:
+    """k8s = k + 8 letters + s (kubernetes)."""
+    m = re.fullmatch(r"([a-z])(\d+)([a-z])", short)
+    if m is None:
+        return False
+    return len(word) == int(m.group(2)) + 2 and word[0] == m.group(1) and word[-1] == m.group(3)
+
+
+def abbreviates(short: str, words: list[str]) -> bool:
+    """Whether ``short`` (as written) abbreviates the words ``words`` (lowercase): their
+    initials ("SF", "MBA", "PRs"), a repeated initial ("S3" = Simple Storage Service), a
+    numeronym ("k8s"), or letters of one long word in order from its start ("DB")."""
+    letters = _letters(short)
+    if len(letters) < 2 or not words:
+        return False
+    if letters.endswith("s") and len(letters) > 2 and short[-1] == "s" and short[:-1].isupper():
+        letters = letters[:-1]  # "PRs": the plural of PR
+    repeated = re.fullmatch(r"([a-z])(\d)", letters)
+    if repeated:
+        letters = repeated.group(1) * int(repeated.group(2))
+    content = [w for w in words if w not in _SKIPPED]
+    if len(content) == 1:
+        word = content[0]
+        if _numeronym(letters, word):
+            return True
+        if len(word) >= 2 * len(letters) and word[0] == letters[0]:
+            at = 0
+            for char in letters:
+                at = word.find(char, at)
+                if at < 0:
+                    return False
+                at += 1
+            return True
+        return False
+    return "".join(w[0] for w in content) == letters
+
+
+_is_abbreviation = lru_cache(maxsize=65_536)(abbreviation_like)
+
+
+def _equivalent(a: list[Item], b: list[Item]) -> bool:
+    """Spans that differ only in spelling: an abbreviation of the other side, or the same
+    words by a long shared prefix / compound part."""
+    if not a or not b:
+        return False
+    if len(a) == 1 and _is_abbreviation(a[0][2]) and all(w[2].isalpha() for w in b):
+        return abbreviates(a[0][2], [w[2].lower() for w in b])
+    if len(b) == 1 and _is_abbreviation(b[0][2]) and all(w[2].isalpha() for w in a):
+        return abbreviates(b[0][2], [w[2].lower() for w in a])
+    if any(i[0] in ("v", "id") for i in a + b):
+        return [i[1] for i in a] == [i[1] for i in b]
+    if len(a) != len(b):
+        return False
+    return all(_close(x[1], y[1]) for x, y in zip(a, b, strict=True))
+
+
+def _close(a: str, b: str) -> bool:
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) >= 4 and (long_.endswith(short) or long_.startswith(short))
+
+
+def _is_name(item: Item) -> bool:
+    return item[2][:1].isupper() or item[0] == "id"
+
+
+def _kind(old: list[Item], new: list[Item]) -> str | None:
+    """How one differing span counts (``None``: it does not)."""
+    if _equivalent(old, new):
+        return None
+    if any(i[0] == "id" for i in old + new):
+        return "entity"
+    old_values = {i[1].split("=")[0] for i in old if i[0] == "v"}
+    new_values = {i[1].split("=")[0] for i in new if i[0] == "v"}
+    words_old = [i for i in old if i[0] != "v"]
+    words_new = [i for i in new if i[0] != "v"]
+    if old_values & new_values and not words_old and not words_new:
+        return "value"
+    added = old or new
+    if not (old and new) and all(i[2].lower() in _ADVERBS_OF_TIME for i in added):
+        return "detail"
+    if not (old and new) and len(added) == 1 and added[0][0] == "p" and not _is_name(added[0]):
+        return "detail"
+    if old and new and not old_values and not new_values:
+        if any(i[0] == "h" for i in old + new):
+            return "entity"
+        if all(_is_name(i) for i in old + new):
+            return "value"
+    return "other"
+
+
+def may_be_parallel(old: Statement, new: Statement) -> bool:
+    """A cheap upper bound of :func:`compare`'s shared share: ``False`` means the two are
+    certainly not in parallel (most pairs a learn compares), so the alignment is skipped."""
+    longer = max(len(old.items), len(new.items))
+    if not longer:
+        return True
+    keys, affixes = new.item_keys, new.affixes
+    possible = old.abbreviations + new.abbreviations
+    possible += sum(
+        k in keys or pre in affixes or suf in affixes for k, pre, suf in old.item_affixes
+    )
+    return possible / longer >= _PARALLEL
+
+
+def compare(old: Statement, new: Statement) -> FrameDiff:
+    """Align ``old`` and ``new`` (see the module docstring)."""
+    a, b = list(old.items), list(new.items)
+    if a and sorted(i[1] for i in a) == sorted(i[1] for i in b):
+        # The same words in another order ("Kai owns X" / "X is owned by Kai"): a swap of
+        # roles around a comparison is a flip, found before this.
+        return FrameDiff(parallel=True, shared=1.0, value=0, entity=0, other=0)
+    matcher = SequenceMatcher(a=[i[1] for i in a], b=[i[1] for i in b], autojunk=False)
+    equal = sum(block.size for block in matcher.get_matching_blocks())
+    counts = {"value": 0, "entity": 0, "other": 0, "detail": 0}
+    gone: list[Item] = []
+    came: list[Item] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        gone += [i for i in a[i1:i2] if i[0] in ("h", "p")]
+        came += [i for i in b[j1:j2] if i[0] in ("h", "p")]
+        kind = _kind(a[i1:i2], b[j1:j2])
+        if kind is None:
+            equal += max(i2 - i1, j2 - j1)
+        else:
+            counts[kind] += 1
+    longer = max(len(a), len(b))
+    shared = min(equal / longer, 1.0) if longer else 1.0
+    moved = sum(any(_close(x[1], y[1]) or x[1] == y[1] for y in came) for x in gone)
+    return FrameDiff(
+        moved=moved,
+        parallel=shared >= _PARALLEL,
+        shared=shared,
+        value=counts["value"],
+        entity=counts["entity"],
+        other=counts["other"],
+        detail=counts["detail"],
+    )

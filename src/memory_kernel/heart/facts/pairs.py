@@ -1,0 +1,170 @@
+"""Pure features of a pair of statements (older, newer) for the learned relation scorers:
+how much of each side the other covers, whether the holders match, how the values and
+identifiers compare, and the mood of each side. Built on :mod:`slots`; cheap (a few set
+operations per pair), so every candidate of a ``learn`` can be scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+from memory_kernel.heart.facts.frames import FrameDiff, compare
+from memory_kernel.heart.facts.normalise import stem
+from memory_kernel.heart.facts.slots import GENERIC, Statement, stem_is_verb
+
+__all__ = [
+    "PAIR_FEATURES", "content_overlap", "covered", "pair_features", "topic_anchor",
+    "typed_value_changed",
+]  # fmt: skip
+
+PAIR_FEATURES = (
+    "cosine", "cover_old", "cover_new", "holder_cover", "holder_swap", "value_changed",
+    "value_shared", "value_one_side", "identifier_mismatch", "name_swap", "question",
+    "list_item", "irrealis_differs", "change_new", "time_swap", "personal_both",
+    "frame_shared", "frame_entity", "frame_other", "frame_value", "topic_shared",
+    "topic_anchor",
+)  # fmt: skip
+
+
+@lru_cache(maxsize=262_144)
+def _match(word: str, pool: frozenset[str]) -> bool:
+    """Same stem, a derived form (deploy/deploys, night/nightly: the longer adds at most
+    three letters to a stem of five or more), or a compound's last part (houseplant/plant)."""
+    if word in pool:
+        return True
+    for other in pool:
+        short, long_ = (word, other) if len(word) <= len(other) else (other, word)
+        if len(short) < 5:
+            continue
+        if long_.startswith(short) and len(long_) - len(short) <= 3:
+            return True
+        if long_.endswith(short):
+            return True
+    return False
+
+
+def covered(words: tuple[str, ...] | frozenset[str], pool: frozenset[str]) -> float:
+    """Share of ``words`` (distinct) that ``pool`` has a match for; 1.0 when there are none."""
+    distinct = set(words)
+    if not distinct:
+        return 1.0
+    return sum(_match(w, pool) for w in distinct) / len(distinct)
+
+
+_GENERIC = GENERIC
+
+
+def content_overlap(old: Statement, new: Statement) -> float:
+    """Share of the smaller side's content words (verbs aside) found as such in the other:
+    a cheap necessary condition of a restatement (every dev paraphrase the duplicate scorer
+    merges shares a third or more)."""
+    mine = {w for w in old.content if not stem_is_verb(w)}
+    theirs = {w for w in new.content if not stem_is_verb(w)}
+    smaller = min(len(mine), len(theirs))
+    return len(mine & theirs) / smaller if smaller else 0.0
+
+
+def typed_value_changed(old: Statement, new: Statement) -> bool:
+    """A value with a type beyond a bare number (an amount, a time, a date, a frequency...)
+    replaced by another of its type."""
+    kinds = {k for k in old.value_types() & new.value_types() if k != "number"}
+    return any(
+        {v for k, v in old.values if k == kind} != {v for k, v in new.values if k == kind}
+        for kind in kinds
+    )
+
+
+def topic_anchor(old: Statement, new: Statement) -> int:
+    """What ties ``new`` to what ``old`` is about: the names and identifiers they share,
+    the words of ``old``'s holder (what its sentence is about, "the spare key", "Dad's PT")
+    found in ``new`` (for a first-person statement, "I do yoga twice a week", the nouns after
+    its verb), and, when both speak of the speaker, a typed value replaced by another of its
+    type. A shared verb or a word of another role ties nothing: two facts of one person
+    about different things share the person."""
+    ties = {stem(n) for n in old.names & new.names} | (old.identifiers & new.identifiers)
+    holder = {w for w in old.holder if w != "i" and w not in _GENERIC}
+    if not holder:
+        holder = {w for w in old.predicate if w not in _GENERIC and not stem_is_verb(w)}
+    ties |= {w for w in holder if _match(w, new.topic_pool)}
+    own_value = old.personal and new.personal and typed_value_changed(old, new)
+    return len(ties) + int(own_value)
+
+
+def _value_relation(old: Statement, new: Statement) -> tuple[float, float, float]:
+    """(a type on both sides with another value, a value on both sides, values on one side
+    only)."""
+    shared = float(bool(old.values & new.values))
+    changed = 0.0
+    for kind in old.value_types() & new.value_types():
+        mine = {v for k, v in old.values if k == kind}
+        theirs = {v for k, v in new.values if k == kind}
+        if not mine <= theirs:
+            changed = 1.0
+    one_side = float(bool(old.values) != bool(new.values))
+    return changed, shared, one_side
+
+
+def _identifier_mismatch(old: Statement, new: Statement) -> float:
+    """Identifiers of one side that the other side does not name: a different thing."""
+    keys_old = old.identifiers | {v for _, v in old.values}
+    keys_new = new.identifiers | {v for _, v in new.values}
+    gone, came = old.identifiers - keys_new, new.identifiers - keys_old
+    if gone and came:
+        return 1.0
+    return 0.5 if gone or came else 0.0
+
+
+def pair_features(
+    old: Statement,
+    new: Statement,
+    cosine: float,
+    diff: FrameDiff | None = None,
+    *,
+    anchor: int | None = None,
+) -> dict[str, float]:
+    """Every pair feature by name (:data:`PAIR_FEATURES`); a scorer picks the ones it was
+    trained on."""
+    # Each word of a side matched against the other side once; every share below reads it.
+    in_new = {w: _match(w, new.content) for w in old.content}
+    in_old = {w: _match(w, old.content) for w in new.content}
+
+    def share(words: Iterable[str], matched: dict[str, bool]) -> float:
+        distinct = set(words)
+        return sum(matched[w] for w in distinct) / len(distinct) if distinct else 1.0
+
+    def unmatched(words: Iterable[str], matched: dict[str, bool]) -> int:
+        return sum(not matched[w] for w in set(words) if w != "i")
+
+    changed, shared, one_side = _value_relation(old, new)
+    holder_swap = unmatched(old.holder, in_new) > 0 and unmatched(new.holder, in_old) > 0
+    names_gone, names_came = old.names - new.names, new.names - old.names
+    times_gone, times_came = old.time_words - new.time_words, new.time_words - old.time_words
+    diff = diff or compare(old, new)
+    topical = sum(in_new[w] for w in old.content if w not in _GENERIC and w != "i")
+    topical += len(old.names & new.names) + len(old.identifiers & new.identifiers)
+    topical += typed_value_changed(old, new)
+    return {
+        "cosine": cosine,
+        "cover_old": share(old.content, in_new),
+        "cover_new": share(new.content, in_old),
+        "holder_cover": share(old.holder, in_new),
+        "holder_swap": float(holder_swap),
+        "value_changed": changed,
+        "value_shared": shared,
+        "value_one_side": one_side,
+        "identifier_mismatch": _identifier_mismatch(old, new),
+        "name_swap": float(bool(names_gone) and bool(names_came)),
+        "question": float(old.question or new.question),
+        "list_item": float(old.list_item or new.list_item or bool(old.listed | new.listed)),
+        "irrealis_differs": float(old.irrealis != new.irrealis),
+        "change_new": float(new.change),
+        "time_swap": float(bool(times_gone) and bool(times_came)),
+        "personal_both": float(old.personal and new.personal),
+        "frame_shared": diff.shared,
+        "frame_entity": float(min(diff.entity, 2)) / 2,
+        "frame_other": float(min(diff.other, 3)) / 3,
+        "frame_value": float(min(diff.value, 2)) / 2,
+        "topic_shared": min(topical, 4) / 4,
+        "topic_anchor": min(topic_anchor(old, new) if anchor is None else anchor, 3) / 3,
+    }

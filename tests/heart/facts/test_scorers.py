@@ -1,0 +1,123 @@
+"""The learned fact scorers: fitting, the shipped weights, the learned admission layer, and
+read-time resolution of two current values of one slot."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_kernel import MemoryKernel
+from memory_kernel.errors import ConfigError
+from memory_kernel.heart.facts.admission import AdmissionReason, admission_scorer, admit_fact
+from memory_kernel.heart.facts.admission_features import ADMISSION_FEATURES
+from memory_kernel.heart.facts.pairs import PAIR_FEATURES
+from memory_kernel.heart.facts.recency import newest_first
+from memory_kernel.heart.facts.scorer import fit, load_scorer
+from memory_kernel.heart.facts.scorers import load_scorers
+from memory_kernel.models.facts import FactInput, LearnAction
+from memory_kernel.testing import FrozenClock
+
+NAMES = ("a", "b")
+
+
+def _data() -> tuple[np.ndarray, np.ndarray]:
+    x = np.array([[0.0, 1.0], [0.1, 0.9], [0.2, 1.0], [1.0, 0.0], [0.9, 0.2], [0.8, 0.1]])
+    return x, np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+
+
+def test_fit_is_deterministic_and_separates_the_classes() -> None:
+    x, y = _data()
+    first, second = fit("t", NAMES, x, y), fit("t", NAMES, x, y)
+    assert first == second
+    assert first.probability([1.0, 0.0]) > 0.8 > 0.2 > first.probability([0.0, 1.0])
+
+
+def test_fit_without_both_classes_learns_nothing() -> None:
+    never = fit("t", NAMES, np.zeros((3, 2)), np.zeros(3))
+    assert never.probability([5.0, -5.0]) < 1e-9
+
+
+def test_weights_round_trip_and_refuse_other_features(tmp_path: Path) -> None:
+    x, y = _data()
+    model = fit("t", NAMES, x, y, thresholds={"write": 0.9})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(model.to_json()), "utf-8")
+    loaded = load_scorer(path, NAMES)
+    assert loaded.threshold("write") == 0.9
+    assert loaded.probability([0.7, 0.2]) == pytest.approx(model.probability([0.7, 0.2]))
+    with pytest.raises(ConfigError, match="retrain"):
+        load_scorer(path, ("a", "c"))
+
+
+def test_the_packaged_scorers_match_this_code_and_say_what_they_learned_from() -> None:
+    scorers = load_scorers(None)
+    assert scorers.update.features == PAIR_FEATURES
+    assert scorers.admission.features == ADMISSION_FEATURES
+    for model in (scorers.update, scorers.duplicate, scorers.admission):
+        assert model.trained_on["embedder"] == "hashing-v1-384"
+        assert model.trained_on["script"] == "scripts/train_fact_scorers.py"
+    assert 0.5 <= scorers.update.threshold("read") < scorers.update.threshold("write")
+
+
+def test_a_missing_scorer_directory_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        load_scorers(str(tmp_path / "nowhere"))
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [("What is the user's favourite colour?", AdmissionReason.QUESTION),
+     ("The agent searched the web.", AdmissionReason.META),
+     ("Someone on the team has an opinion about the database.", AdmissionReason.VAGUE)],
+)  # fmt: skip
+def test_the_learned_layer_rejects_filler_with_a_reason(text: str, reason: AdmissionReason) -> None:
+    decision = admit_fact(text)
+    assert not decision.admitted and decision.reason is reason
+
+
+def test_a_scorer_that_admits_everything_keeps_the_rules_only() -> None:
+    keep_all = fit("admission", ADMISSION_FEATURES, np.zeros((2, len(ADMISSION_FEATURES))),
+                   np.ones(2), thresholds={"admit": 0.2})  # fmt: skip
+    text = "The agent searched the web."
+    assert not admit_fact(text, scorer=admission_scorer()).admitted
+    assert admit_fact(text, scorer=keep_all).admitted
+    assert not admit_fact("Hello!", scorer=keep_all).admitted  # the rules still apply
+
+
+def test_newest_first_puts_an_update_before_what_it_updates() -> None:
+    ids = [uuid.UUID(int=n) for n in range(4)]
+    age = {ids[0]: 1, ids[1]: 5, ids[2]: 3, ids[3]: 9}  # bigger is newer
+    updated = {(ids[0], ids[3])}  # the newest updates the first hit
+    ordered, replaced = newest_first(
+        ids, key=lambda i: i, newer=lambda a, b: age[a] > age[b],
+        updates=lambda old, new: (old, new) in updated,
+    )  # fmt: skip
+    assert ordered == [ids[3], ids[0], ids[1], ids[2]]
+    assert replaced == {ids[0]: ids[3]}
+
+
+OLD = "Our team standup is at 9:15."
+NEW = "Small logistics thing: the standup got pushed to 10:00 so the Denver folks can join."
+
+
+async def _pair(kernel: MemoryKernel, clock: FrozenClock, agent: str) -> tuple[uuid.UUID, ...]:
+    facts = kernel.heart.facts
+    old = await facts.learn(FactInput(agent_id=agent, content=OLD))
+    clock.advance(days=1)
+    new = await facts.learn(FactInput(agent_id=agent, content=NEW))
+    assert new.action is LearnAction.ADDED  # not sure enough to retire the old value
+    assert (await facts.get(old.fact.id, agent_id=agent)).is_current
+    return old.fact.id, new.fact.id
+
+
+async def test_search_shows_the_newer_value_first_and_dates_the_older(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    old, new = await _pair(kernel, clock, "recency")
+    hits = await kernel.heart.facts.search("recency", "when is the team standup", k=5)
+    assert [h.fact.id for h in hits[:2]] == [new, old]
+    assert hits[0].newer_value is None and hits[1].newer_value == new

@@ -1,0 +1,147 @@
+"""Pure slot view and alignment of statements, and the pair decisions built on them: the
+classes of look-alikes that must never retire each other, whatever the weights say."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_kernel.config import HeartConfig
+from memory_kernel.heart.facts.frames import abbreviates, compare
+from memory_kernel.heart.facts.normalise import features
+from memory_kernel.heart.facts.relation import (
+    PairRelation,
+    RelationThresholds,
+    classify_pair,
+    update_probability,
+)
+from memory_kernel.heart.facts.slots import statement
+
+CFG = HeartConfig()
+T = RelationThresholds(
+    dedup_similarity=CFG.fact_dedup_similarity,
+    dedup_coverage=CFG.fact_dedup_coverage,
+    dedup_max_novel=CFG.fact_dedup_max_novel_words,
+    update_similarity=CFG.fact_update_similarity,
+    update_floor=CFG.fact_update_floor,
+    update_shared=CFG.fact_update_shared,
+    contradiction_similarity=CFG.fact_contradiction_similarity,
+)
+
+
+def test_numbers_after_citation_nouns_and_codes_are_identifiers() -> None:
+    assert statement("Article 25 requires a DPIA.").identifiers == {"25"}
+    assert statement("The tenant in unit 2B pays $1,400 a month.").identifiers == {"2b"}
+    assert statement("p99 latency is 450 ms.").identifiers == {"p99"}
+    # ... but an ordinal is a date and a version after "v" is the version's number.
+    assert statement("Her dental is on the 17th.").identifiers == frozenset()
+    assert statement("It was deprecated in v3.").identifiers == {"3"}
+
+
+def test_values_carry_their_type() -> None:
+    values = statement("Departure is now 2:15 p.m., the fare $1.2k, 20 minutes late.").values
+    assert ("time", "14:15") in values and ("money", "$1200") in values
+    assert ("duration", "20 minute") in values
+    assert statement("12 min").value_keys() == statement("12 minutes").value_keys()
+
+
+def test_mood_question_list_item_and_goal() -> None:
+    assert statement("Can you recommend a desk under $500?").question
+    assert statement("Pete is bringing dessert too.").list_item
+    assert not statement("The knee is still too sore to run.").list_item
+    assert statement("Another goal this year is a half marathon.").listed == {"goal"}
+    assert statement("My goal is to deadlift 300 pounds.").irrealis
+    assert not statement("We're planning a trip to Croatia.").irrealis  # a plan can change
+
+
+def test_alignment_classifies_what_differs() -> None:
+    value = compare(statement("The queue holds 500 jobs."), statement("The queue holds 800 jobs."))
+    assert value.value_only
+    entity = compare(
+        statement("The Austin office has 40 desks."), statement("The Boston office has 55 desks.")
+    )
+    assert entity.parallel and entity.entity and not entity.value_only
+    moved = compare(
+        statement("Ines leads the billing team."), statement("The billing team is headed by Ines.")
+    )
+    assert moved.moved > 0
+    swapped = compare(
+        statement("The user's favourite colour is green."),
+        statement("The user's favourite colour is blue."),
+    )
+    assert swapped.parallel and swapped.moved == 0 and not swapped.same
+
+
+@pytest.mark.parametrize(
+    ("short", "words"),
+    [("NHS", "national health service"), ("PRs", "pull requests"), ("k8s", "kubernetes"),
+     ("S3", "simple storage service"), ("DB", "database"),
+     ("MBA", "master of business administration")],
+)  # fmt: skip
+def test_abbreviations(short: str, words: str) -> None:
+    assert abbreviates(short, words.split())
+
+
+def test_abbreviation_needs_the_initials() -> None:
+    assert not abbreviates("NHS", ["national", "rail", "service"])
+
+
+def _relation(old: str, new: str, similarity: float = 0.7) -> PairRelation:
+    return classify_pair(features(old), features(new), similarity, T).relation
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # Another identifier: a different article, unit, percentile, ticket.
+        ("Article 25 requires data protection by design.",
+         "Article 37 requires the designation of a data protection officer."),
+        ("The tenant in unit 2B pays $1,400 a month.",
+         "The tenant in unit 3A pays $1,550 a month."),
+        ("p50 latency for search is 80 ms.", "p99 latency for search is 450 ms."),
+        # Another holder in the same frame.
+        ("The iOS app's crash-free rate is 99.2%.", "The Android app's crash-free rate is 98.7%."),
+        ("The lower tier of GDPR fines is up to €10M or 2% of turnover.",
+         "The upper tier of GDPR fines is up to €20M or 4% of turnover."),
+        # Another attribute.
+        ("I bench 185 pounds.", "I squat 245 pounds."),
+        ("The bakery opens at 7am.", "The bakery closes at 3pm."),
+        # A question is not a statement; a list item adds.
+        ("Can you suggest soundbar options in the $100-$200 range?",
+         "Can you suggest portable charger options in the $20-$50 range?"),
+        ("Hannah is bringing dessert.", "Pete is bringing dessert too."),
+        ("My daily supplements include vitamin D.", "My daily supplements include magnesium."),
+        # A goal or hearsay beside a statement.
+        ("My goal is to deadlift 300 pounds by summer.", "I currently deadlift 265 pounds."),
+    ],
+)  # fmt: skip
+def test_look_alikes_are_never_updates(old: str, new: str) -> None:
+    for similarity in (0.3, 0.6, 0.9):
+        assert _relation(old, new, similarity) is not PairRelation.UPDATE
+    assert update_probability(features(old), features(new), 0.6, T) < 0.5
+
+
+def test_a_value_changed_in_the_same_frame_is_an_update_at_any_similarity() -> None:
+    old, new = "Daily active users peaked in December.", "Daily active users peaked in August."
+    assert _relation(old, new, 0.2) is PairRelation.UPDATE
+    assert update_probability(features(old), features(new), 0.2, T) == 1.0
+
+
+def test_a_word_swapped_in_place_is_never_a_duplicate() -> None:
+    old, new = (
+        "Sprint planning is on Wednesday mornings.",
+        "Sprint planning is on Wednesday afternoons.",
+    )
+    assert _relation(old, new, 0.95) is PairRelation.UNRELATED
+
+
+def test_reordered_and_abbreviated_restatements_are_duplicates() -> None:
+    reordered = (
+        "Postgres and Redis are both self-hosted.",
+        "Both Redis and Postgres are self-hosted.",
+    )
+    assert _relation(*reordered) is PairRelation.DUPLICATE
+    abbreviated = (
+        "The user's partner works for the National Health Service.",
+        "The user's partner works for the NHS.",
+    )
+    assert _relation(*abbreviated) is PairRelation.DUPLICATE
