@@ -36,6 +36,7 @@ __all__ = [
     "rank_candidates",
     "recency",
     "relevance_score",
+    "relevant_fill",
     "rrf",
 ]
 
@@ -146,6 +147,15 @@ def rank_candidates(
         )
     hits.sort(key=lambda h: (-h.score, str(h.id)))
     return hits
+
+
+def relevant_fill(hits: Sequence[MemoryHit], *, keep: int, ratio: float) -> list[MemoryHit]:
+    """The first ``keep`` hits, then only those at least ``ratio`` as similar to the query
+    as the best one: beyond the few memories a node always offers, it fills the budget with
+    what is about the query, not with whatever happens to be stored."""
+    best = max((h.similarity for h in hits), default=0.0)
+    floor = ratio * best
+    return [h for n, h in enumerate(hits) if n < keep or h.similarity >= floor]
 
 
 def diversity_sample(
