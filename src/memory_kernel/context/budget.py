@@ -189,18 +189,18 @@ def assemble(
         for item in section.items:
             if not packer.take(section, item, droppable=False):
                 packer.dropped += 1
-    seen: list[tuple[set[str], bool]] = []  # (words, is a turn) of the kept streamed items
+    seen: list[tuple[set[str], str]] = []  # (words, kind) of the kept streamed items
     for section, item in _by_score(by_tier[Tier.STREAMED]):
         # What the memory says, not how its line is decorated (date, role, status).
         said = words(item.text if item.hit is None else item.hit.text)
-        turn = _is_turn(item)
+        kind = _kind(item)
         if any(
-            word_overlap(said, kept) > (duplicate_overlap if turn == kept_turn else source_overlap)
-            for kept, kept_turn in seen
+            word_overlap(said, kept) > _bar(kind, kept_kind, duplicate_overlap, source_overlap)
+            for kept, kept_kind in seen
         ):
             packer.duplicates += 1  # a fact that repeats an episode, a reply its decision…
         elif packer.take(section, item, droppable=True):
-            seen.append((said, turn))
+            seen.append((said, kind))
         else:
             packer.dropped += 1
     for section in by_tier[Tier.SYSTEM]:
@@ -208,8 +208,16 @@ def assemble(
     return _finish(packer, sections, budget, counter)
 
 
-def _is_turn(item: ContextItem) -> bool:
-    return item.hit is not None and item.hit.source is MemorySource.TURN
+def _kind(item: ContextItem) -> str:
+    """``turn`` (what was said) or ``memory`` (what was made of it)."""
+    return "turn" if item.hit is not None and item.hit.source is MemorySource.TURN else "memory"
+
+
+def _bar(kind: str, kept: str, duplicate: float, source: float) -> float:
+    """The overlap above which an item repeats a kept one: ``source`` between a turn and
+    what is made from turns (a fact, a decision, an episode's summary), ``duplicate``
+    between two of a kind."""
+    return source if (kind == "turn") != (kept == "turn") else duplicate
 
 
 def _by_score(sections: Sequence[NodeContent]) -> list[tuple[NodeContent, ContextItem]]:

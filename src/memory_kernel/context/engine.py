@@ -160,6 +160,9 @@ class ContextEngine:
             self.recaller,
             limit=cfg.passive_limit,
             min_confidence=cfg.passive_min_confidence,
+            # Facts and turns fill the budget; an episode is a session's gist and decisions
+            # are deduplicated to the newest few: the seed's top few of each.
+            fills=source in (MemorySource.FACT, MemorySource.TURN),
         )
 
     @property

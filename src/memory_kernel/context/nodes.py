@@ -83,8 +83,11 @@ class RecallNode:
         *,
         limit: int,
         min_confidence: float,
+        fills: bool = True,
     ) -> None:
         self.name = name
+        #: Whether the node offers more than ``limit`` memories when the budget has room.
+        self.fills = fills
         self.title = title
         self.source = source
         self._recaller = recaller
@@ -115,7 +118,7 @@ class RecallNode:
             agent_id=agent_id,
             query=query,
             vector=vector,
-            limit=self._limit if limit is None else max(self._limit, limit),
+            limit=self._limit if limit is None or not self.fills else max(self._limit, limit),
             min_confidence=self._min_confidence,
             # Only memories about the query fill the budget (``recall.relevant_fill``).
             keep=0,

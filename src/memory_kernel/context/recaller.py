@@ -11,7 +11,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -106,7 +106,7 @@ class Recaller:
         )
         async with self._rt.db.connection() as conn:
             terms = await self._weights(conn, source, agent_id, words, min_confidence)
-            return await retrieval.candidates(
+            found = await retrieval.candidates(
                 conn,
                 source,
                 agent_id=agent_id,
@@ -118,6 +118,11 @@ class Recaller:
                 default_confidence=default_confidence,
                 exclude_session=exclude_session,
             )
+        # The share of the query's keyword weight a memory holds: comparable across nodes
+        # (each table has its own frequencies), where "of the best candidate" made every
+        # node's best look like a full match.
+        total = sum(t.weight for t in terms)
+        return [replace(c, lexical=c.lexical / total) for c in found] if total > 0 else found
 
     async def term_weights(
         self, source: MemorySource, *, agent_id: str, query: str, min_confidence: float
@@ -210,6 +215,7 @@ class Recaller:
             half_life_days=cfg.recency_half_life_days,
             lexical_weight=cfg.lexical_weight,
             pool=max(cfg.candidate_pool, limit),
+            lexical_scale=1.0,
         )
         deduplicated = 0
         decisions = [h for h in hits if h.source is MemorySource.DECISION]

@@ -34,6 +34,7 @@ from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.context.recall import Candidate, with_similarity
+from memory_kernel.heart.episodes.policy import AUTOMATIC_OUTCOMES
 from memory_kernel.models.context import MemorySource
 from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus, FactStatus
 from memory_kernel.similarity import text_overlap
@@ -81,7 +82,9 @@ def _fact_where(min_confidence: float) -> list[ColumnElement[bool]]:
 
 
 def _episode_text(row: AnyRow) -> str:
-    return row.summary if not row.outcome else f"{row.summary} — {row.outcome}"
+    if not row.outcome or row.outcome in AUTOMATIC_OUTCOMES:  # "session ended" says nothing
+        return str(row.summary)
+    return f"{row.summary} — {row.outcome}"
 
 
 _SPECS: dict[MemorySource, _Spec] = {
