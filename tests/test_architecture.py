@@ -21,6 +21,8 @@ ROW_API = {"_mapping", "_asdict", "_fields", "_t", "_tuple"}
 POLICIES = (
     "memory_kernel.heart.facts.policy",
     "memory_kernel.heart.episodes.policy",
+    "memory_kernel.heart.episodes.summary",
+    "memory_kernel.heart.turns.policy",
     "memory_kernel.brain.policy",
     "memory_kernel.consolidation.policy",
     "memory_kernel.context.relevance",

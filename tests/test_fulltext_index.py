@@ -53,7 +53,7 @@ async def test_every_full_text_index_has_no_pending_list(kernel: MemoryKernel) -
         found = (await conn.execute(_GIN_INDEXES)).all()
     names = [r.name for r in found]
     # The partitioned indexes, the default partitions' and the promoted agent's partitions'.
-    assert sum("_default_" in n for n in names) == 3
+    assert sum("_default_" in n for n in names) == 4  # facts, episodes, decisions, turns
     assert sum("_a_" in n for n in names) == 2
     assert all(r.options == ["fastupdate=off"] for r in found), found
 
@@ -84,7 +84,7 @@ async def test_writes_leave_no_backlog_to_read(kernel: MemoryKernel) -> None:
             )
             assert pending == 0, f"{row.name}: {pending} pending pages"
             checked += 1
-        assert checked == 5
+        assert checked == 6
 
 
 async def test_facts_without_a_vector_are_matched_through_the_text_key_index(

@@ -21,6 +21,7 @@ from memory_kernel.judges.base import Judge
 from memory_kernel.models.consolidation import ConsolidationReport
 from memory_kernel.models.context import MemoryHit, SearchType
 from memory_kernel.models.decisions import GateStats
+from memory_kernel.models.episodes import EpisodeEnd
 from memory_kernel.models.turns import TurnContext, TurnHandle, TurnInput, TurnOutcome, TurnResult
 from memory_kernel.protocols import CheckedClock, Clock, Embedder, SystemClock
 from memory_kernel.runtime import Runtime
@@ -66,7 +67,7 @@ class MemoryKernel:
         #: Relevance masks, lazy node fetch, recall and budgeted assembly.
         self.context = ContextEngine(self._runtime)
         self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain, self.context)
-        self._consolidator = Consolidator(self._runtime, self.heart.facts)
+        self._consolidator = Consolidator(self._runtime, self.heart.facts, self.heart.episodes)
         # Embeds pending_embed facts in the background; started by open(), stopped by close().
         self._embedding_worker = EmbeddingWorker(self._runtime, self.heart.facts)
         # Moves staged facts/episodes into their HNSW index; started by open() too.
@@ -109,6 +110,17 @@ class MemoryKernel:
         """After the LLM call: record the decision through the gate, update the episode."""
         return await self._cognitive.post_turn(turn, outcome)
 
+    async def end_session(self, agent_id: str, session_id: str) -> list[EpisodeEnd]:
+        """The session ended: its episode gets a summary from its turns and goes through
+        admission (ADD / NOT / REPLACE / MERGE). Without this call the episode ends once
+        idle for ``HeartConfig.episode_idle_end_s`` (``consolidate``, ``end_idle_episodes``)."""
+        return await self.heart.episodes.end_session(agent_id, session_id)
+
+    async def end_idle_episodes(self, agent_id: str) -> list[EpisodeEnd]:
+        """End the agent's episodes that saw no turn for ``episode_idle_end_s`` (as
+        ``end_session`` does); ``consolidate`` does it too."""
+        return await self.heart.episodes.end_idle(agent_id)
+
     async def search_memory(
         self,
         agent_id: str,
@@ -117,7 +129,7 @@ class MemoryKernel:
         search_type: SearchType | str = SearchType.BOTH,
         limit: int = 5,
     ) -> list[MemoryHit]:
-        """The agent's active recall tool: facts and/or episodes for ``query``."""
+        """The agent's active recall tool: facts, episodes and/or past turns for ``query``."""
         return await self.context.search_memory(
             agent_id, query, search_type=search_type, limit=limit
         )
@@ -139,9 +151,9 @@ class MemoryKernel:
     async def consolidate(
         self, agent_id: str, *, dry_run: bool = False, progress: ProgressCallback | None = None
     ) -> ConsolidationReport:
-        """Nightly maintenance of one agent: embed pending facts, evidence and decay,
-        contradictions, duplicate merging, deprecation. Skipped (and reported) when another
-        worker is consolidating the same agent."""
+        """Nightly maintenance of one agent: end idle episodes, embed pending facts,
+        evidence and decay, contradictions, duplicate merging, deprecation. Skipped (and
+        reported) when another worker is consolidating the same agent."""
         return await self._consolidator.consolidate(agent_id, dry_run=dry_run, progress=progress)
 
     async def consolidate_all(

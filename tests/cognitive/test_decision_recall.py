@@ -90,5 +90,6 @@ async def test_the_hosts_confidence_wins(kernel: MemoryKernel, clock: FrozenCloc
     later, _ = await _turn(
         kernel, "Remind me, what database do the orders use?", "PostgreSQL.", frame="question"
     )
-    # The host said 0.45: below the passive floor, so it is not injected (the tool finds it).
+    # The host said 0.45: below the passive floor, so it is not injected (the tool finds it);
+    # the turn that said it is this session's own, in the host's window, not recalled.
     assert "Use PostgreSQL for the orders service" not in later.text

@@ -300,7 +300,7 @@ def test_end_to_end_through_the_hooks(authored: Path, tmp_path: Path) -> None:
     assert metrics["conversations"] == 1 and metrics["questions"] == 4
     assert metrics["turns_replayed"] == 8 and metrics["exchanges"] == 4
     assert metrics["consolidations"] == 2  # a new day for session 2, another for the questions
-    assert metrics["session_end_calls"] == 0  # the kernel has no end_session (91e673e)
+    assert metrics["session_end_calls"] == 2  # kernel.end_session after each session
     assert metrics["token_budget"] == 60
     for name in ("ours_answer_in_context", "naive_answer_in_context", "naive_stale_as_current"):
         assert 0.0 <= metrics[name] <= 1.0, name

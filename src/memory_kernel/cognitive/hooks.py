@@ -26,7 +26,8 @@ is built on other connections:
    score (0.6-0.8, see ``brain.gate``), so later turns recall it passively; a turn whose
    tool calls errored is not rejected for that placeholder confidence;
 4. ``TurnOutcome.decision_outcomes`` are recorded (``brain.record_outcome``);
-5. the episode records the turn — also when no decision was recorded.
+5. the exchange (the user's message and the reply, with their times) is stored as turns,
+   and the episode records the turn — also when no decision was recorded.
 
 The brain's and the heart's operations called inside a unit join it. Locks are always taken
 in the same order — the turn's decision row, the session's decision lock, then episodes —
@@ -264,7 +265,17 @@ class CognitiveLayer:
         )
         draft = _Draft(*draft_decision(outcome)) if finalize else None
         texts = [d.description for d in explicit_inputs] + ([draft.description] if draft else [])
-        vectors = await self._rt.embed_or_none(texts)
+        turns = self._heart.turns
+        said = turns.exchange(
+            turn.message,
+            outcome.response_text,
+            asked_at=turn.started_at,
+            replied_at=self._rt.clock.now(),
+        )
+        # One embedder call: the decisions' texts and the exchange's turns.
+        vectors = await self._rt.embed_or_none(texts + turns.embed_texts(said))
+        said_vectors = vectors[len(texts) :]
+        del vectors[len(texts) :]
         if draft is not None:
             draft = _Draft(draft.description, draft.reasoning, vectors.pop())
         report_event = self._report_event(turn)
@@ -289,6 +300,13 @@ class CognitiveLayer:
                 )  # fmt: skip
             if report_event is not None:  # the context report, for `memory-kernel inspect`
                 await write_events(conn, [report_event])
+            await turns.record(
+                said,
+                said_vectors,
+                agent_id=turn.agent_id,
+                session_id=turn.session_id,
+                episode_id=turn.episode_id,
+            )
             # Last, so a bad episode id fails the turn after every other write (all roll back).
             await self._heart.episodes.record_turn(
                 agent_id=turn.agent_id, episode_id=turn.episode_id

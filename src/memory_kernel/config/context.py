@@ -27,7 +27,33 @@ class ContextConfig(Frozen):
         default=5,
         ge=1,
         le=100,
-        description=('Memories streamed per node: the seed\'s "top 3-5".'),
+        description=(
+            'Memories a node offers at least (the seed\'s "top 3-5"), if they are about the '
+            "query (fill_similarity_ratio); more when the token budget has room for them."
+        ),
+    )
+    passive_max_items: int = Field(
+        default=40,
+        ge=1,
+        le=1000,
+        description=(
+            "Memories a recall node offers at most when the turn's token budget has room: "
+            "the budget keeps the best that fit, across all nodes, so a context is filled "
+            "by relevance instead of stopping at passive_limit per node. passive_limit is "
+            "then the least a node offers."
+        ),
+    )
+    fill_similarity_ratio: float = Field(
+        default=0.2,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "A recall node offers only memories at least this share as similar to the query "
+            "as its best one: the budget is filled with what is about the query, and a small "
+            "store's unrelated memories stay out (0: fill with anything). Dev conversations "
+            "and LoCoMo conv-26: 0.2 keeps the answers of 0 at 12% fewer tokens; 0.3 loses "
+            "some, 0.5 a tenth."
+        ),
     )
     candidate_pool: int = Field(
         default=20,
@@ -100,6 +126,16 @@ class ContextConfig(Frozen):
         description=(
             "Episodes carry no confidence; an admitted episode counts like a default-"
             "confidence fact."
+        ),
+    )
+    turn_confidence: float = Field(
+        default=0.6,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Turns (what was said, verbatim) carry no confidence; a recalled turn counts like "
+            "a fact of this confidence: a little under a learned fact's default (0.7), so at "
+            "equal relevance the distilled memory wins."
         ),
     )
     prefetch_ttl_s: float = Field(

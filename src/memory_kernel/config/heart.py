@@ -38,6 +38,26 @@ class HeartConfig(Frozen):
             "episode."
         ),
     )
+    episode_idle_end_s: float = Field(
+        default=30 * 60,
+        gt=0,
+        description=(
+            "A session's episode ends after this long without a turn: the session's next "
+            "turn starts a new episode, and the idle one is ended (summary, admission) by "
+            "consolidate, by kernel.end_session or by kernel.end_idle_episodes."
+        ),
+    )
+    episode_summary_chars: int = Field(
+        default=300,
+        ge=50,
+        le=64 * 1024,
+        description=(
+            "Longest summary an ended episode gets from its turns (extractive: its key "
+            "sentences, newer statements replacing older ones about the same thing). Dev "
+            "conversations and LoCoMo conv-26: 300 kept the turns' answers, 500 cost 2-3 "
+            "points (the gist competes with the turns for the budget)."
+        ),
+    )
     episode_dedup_overlap: float = Field(
         default=0.7,
         ge=0.0,

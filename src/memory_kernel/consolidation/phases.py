@@ -21,6 +21,7 @@ from memory_kernel.consolidation.context import ProgressCallback, RunContext
 from memory_kernel.consolidation.merge_phase import decide
 from memory_kernel.consolidation.write_phase import apply_all, deprecate_all
 from memory_kernel.errors import EmbedderError
+from memory_kernel.heart.episodes.service import EpisodeService
 from memory_kernel.heart.facts.service import FactService
 from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.consolidation import ConsolidationPhase as Phase
@@ -45,8 +46,10 @@ class AgentRun:
         *,
         dry_run: bool,
         progress: ProgressCallback | None,
+        episodes: EpisodeService | None = None,
     ) -> None:
         self.rt, self.facts, self.agent_id, self.dry_run = rt, facts_service, agent_id, dry_run
+        self.episodes = episodes
         self.ctx = RunContext(
             rt, facts_service, agent_id, dry_run=dry_run, progress=progress, now=rt.clock.now()
         )
@@ -77,6 +80,7 @@ class AgentRun:
         return self.ctx.ambiguous
 
     async def run(self) -> None:
+        await self._end_idle_episodes()
         if not self.dry_run:
             await self._phases()
             return
@@ -102,6 +106,21 @@ class AgentRun:
 
     async def _deprecate(self) -> None:
         await deprecate_all(self.ctx)
+
+    # -- idle episodes -----------------------------------------------------------------------
+
+    async def _end_idle_episodes(self) -> None:
+        """Episodes idle for ``episode_idle_end_s`` end (summary from their turns, admission)
+        first, so this run already sees them. A dry run only counts them: an end embeds its
+        summary and may ask a judge, which a rehearsal's one transaction must not wait on."""
+        if self.episodes is None:
+            return
+        self.ctx.report(Phase.EPISODES)
+        if self.dry_run:
+            self.counts[Action.EPISODES_ENDED] += await self.episodes.count_idle(self.agent_id)
+            return
+        ended = await self.episodes.end_idle(self.agent_id)
+        self.counts[Action.EPISODES_ENDED] += len(ended)
 
     # -- pending embeddings ----------------------------------------------------------------
 

@@ -8,16 +8,16 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import any_, bindparam, func, select, text, update
+from sqlalchemy import any_, bindparam, func, select, text, union, update
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.consolidation.plans import FactView, Pair
 from memory_kernel.consolidation.policy import ConfidenceChange, ConfidenceState
-from memory_kernel.models.enums import EventKind, FactStatus
+from memory_kernel.models.enums import EpisodeStatus, EventKind, FactStatus
 from memory_kernel.storage import locks
 from memory_kernel.storage.search import SEARCHABLE, knn_sql
-from memory_kernel.storage.tables import facts, memory_events
+from memory_kernel.storage.tables import episodes, facts, memory_events
 
 __all__ = [
     "active_agents",
@@ -52,13 +52,16 @@ async def unlock(conn: AsyncConnection, agent_id: str) -> None:
 
 
 async def active_agents(conn: AsyncConnection) -> list[str]:
-    """Agents with current facts (maintenance listing: ids only, nothing of their content)."""
-    stmt = (
-        select(facts.c.agent_id)
-        .where(facts.c.status.in_([_ACTIVE, FactStatus.PENDING_EMBED.value]))
-        .distinct()
-        .order_by(facts.c.agent_id)
+    """Agents with current facts or ongoing episodes (which may be idle and need ending):
+    a maintenance listing, ids only, nothing of their content."""
+    with_facts = select(facts.c.agent_id).where(
+        facts.c.status.in_([_ACTIVE, FactStatus.PENDING_EMBED.value])
     )
+    with_episodes = select(episodes.c.agent_id).where(
+        episodes.c.status == EpisodeStatus.ONGOING.value
+    )
+    both = union(with_facts, with_episodes).subquery()
+    stmt = select(both.c.agent_id).order_by(both.c.agent_id)
     return [str(a) for a in (await conn.scalars(stmt)).all()]
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_kernel.consolidation import repository as repo
 from memory_kernel.consolidation.phases import AgentRun, ProgressCallback
 from memory_kernel.errors import MemoryKernelError, ValidationError
+from memory_kernel.heart.episodes.service import EpisodeService
 from memory_kernel.heart.facts.service import FactService
 from memory_kernel.models.consolidation import (
     AgentConsolidation,
@@ -39,9 +40,12 @@ _log = logging.getLogger(__name__)
 class Consolidator:
     """Runs consolidation for the kernel (``kernel.consolidate`` delegates here)."""
 
-    def __init__(self, runtime: Runtime, facts: FactService) -> None:
+    def __init__(
+        self, runtime: Runtime, facts: FactService, episodes: EpisodeService | None = None
+    ) -> None:
         self._rt = runtime
         self._facts = facts
+        self._episodes = episodes
 
     async def consolidate(
         self, agent_id: str, *, dry_run: bool = False, progress: ProgressCallback | None = None
@@ -62,7 +66,8 @@ class Consolidator:
         progress: ProgressCallback | None = None,
         agent_ids: Sequence[str] | None = None,
     ) -> ConsolidationReport:
-        """Consolidate every agent with current facts, ``concurrency`` agents at a time.
+        """Consolidate every agent with current facts or ongoing episodes, ``concurrency``
+        agents at a time.
 
         An agent whose run fails is reported ``failed`` and the others go on. At the end,
         agents that outgrew the shared partition are promoted (``storage.partitions``).
@@ -113,7 +118,10 @@ class Consolidator:
     async def _locked_run(
         self, agent_id: str, dry_run: bool, progress: ProgressCallback | None, t0: float
     ) -> AgentConsolidation:
-        run = AgentRun(self._rt, self._facts, agent_id, dry_run=dry_run, progress=progress)
+        run = AgentRun(
+            self._rt, self._facts, agent_id, dry_run=dry_run, progress=progress,
+            episodes=self._episodes,
+        )  # fmt: skip
         status, errors = AgentRunStatus.DONE, run.errors
         try:
             await run.run()

@@ -8,7 +8,8 @@ Claim order (who gets tokens first):
 3. ``STREAMED`` — recalled memories are opportunistic: whole items, best recall score
    first across all memory sections, while they fit; an item that does not fit is
    dropped whole, never cut; an item that repeats a kept one nearly word for word (the
-   same memory as a fact and as an episode) is left out and costs nothing;
+   same memory as a fact and as an episode, a decision and the reply it was drafted
+   from) is left out and costs nothing;
 4. ``SYSTEM`` — persona / host nodes fill what is left; the item that no longer fits is
    truncated at a word boundary (the seed's ``truncate(system, max_tokens=budget)``).
 
@@ -34,13 +35,18 @@ from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, N
 from memory_kernel.protocols import TokenCounter
 from memory_kernel.similarity import word_overlap, words
 
-__all__ = ["DUPLICATE_OVERLAP", "Assembly", "assemble", "day_of", "render"]
+__all__ = ["DUPLICATE_OVERLAP", "SOURCE_OVERLAP", "Assembly", "assemble", "day_of", "render"]
 
 #: Streamed items sharing more than this share of words are one memory told twice: only
 #: near-verbatim repeats pass 0.8 (a paraphrase shares far fewer words).
 DUPLICATE_OVERLAP = 0.8
+#: A turn is the raw source of the distilled memories (a decision drafted from a reply, a
+#: fact taken from a message): once such a memory is kept, a turn saying as much as the
+#: seed's "same decision" measure (over 0.7 of the words) only repeats it in other words.
+SOURCE_OVERLAP = 0.7
 _CLAIM_ORDER = (Tier.RECENT, Tier.TOOL, Tier.STREAMED, Tier.SYSTEM)
 _DISPLAY_ORDER = (Tier.SYSTEM, Tier.STREAMED, Tier.TOOL, Tier.RECENT)
+_HAPPENED = frozenset({MemorySource.EPISODE, MemorySource.TURN})
 
 
 @dataclass(slots=True)
@@ -72,14 +78,19 @@ def day_of(item: ContextItem) -> str | None:
     return f"[{hit.created_at:%Y-%m-%d}]"
 
 
+def _dated(item: ContextItem) -> bool:
+    """Whether ``item`` is something that happened (an episode, a turn): shown in time order."""
+    return item.hit is not None and item.hit.source in _HAPPENED
+
+
 def _display(items: Sequence[ContextItem]) -> list[ContextItem]:
     """Dated items oldest first (stable: same-time items keep their order), then the
     undated ones in their given (best-first) order."""
-    dated = [i for i in items if day_of(i) is not None]
+    dated = [i for i in items if _dated(i)]
     if not dated:
         return list(items)
     dated.sort(key=_when)
-    return dated + [i for i in items if day_of(i) is None]
+    return dated + [i for i in items if not _dated(i)]
 
 
 def _when(item: ContextItem) -> datetime:
@@ -160,6 +171,7 @@ def assemble(
     budget: int,
     counter: TokenCounter,
     duplicate_overlap: float = DUPLICATE_OVERLAP,
+    source_overlap: float = SOURCE_OVERLAP,
 ) -> Assembly:
     """Fit ``sections`` (each in its tier, items best first) into ``budget`` tokens.
 
@@ -167,7 +179,9 @@ def assemble(
     ``duplicate_overlap`` (shared words over the smaller set) is left out: recall's
     diversity sampling works per node and on vectors; this also catches the same memory
     told by two nodes (a fact and the episode it came from) and verbatim repeats that a
-    weak embedder scatters. Decisions with different outcomes are never repeats."""
+    weak embedder scatters. Between a turn and a distilled memory (either way round) the
+    bar is ``source_overlap``: the turn is where the memory came from. Decisions with
+    different outcomes are never repeats."""
     packer = _Packer(max(0, budget), counter)
     by_tier = {tier: [s for s in sections if s.tier is tier] for tier in _CLAIM_ORDER}
     for section in by_tier[Tier.RECENT]:
@@ -176,13 +190,19 @@ def assemble(
         for item in section.items:
             if not packer.take(section, item, droppable=False):
                 packer.dropped += 1
-    seen: list[tuple[str | None, set[str]]] = []
+    seen: list[tuple[set[str], str, str | None]] = []  # (words, kind, outcome) kept
     for section, item in _by_score(by_tier[Tier.STREAMED]):
-        said, outcome = words(item.text), _outcome(item)
-        if any(o == outcome and word_overlap(said, kept) > duplicate_overlap for o, kept in seen):
-            packer.duplicates += 1  # a fact that repeats an episode, or the reverse
+        # What the memory says, not how its line is decorated (date, role, status).
+        said = words(item.text if item.hit is None else item.hit.text)
+        kind, outcome = _kind(item), _outcome(item)
+        if any(
+            o == outcome
+            and word_overlap(said, kept) > _bar(kind, kept_kind, duplicate_overlap, source_overlap)
+            for kept, kept_kind, o in seen
+        ):
+            packer.duplicates += 1  # a fact that repeats an episode, a reply its decision…
         elif packer.take(section, item, droppable=True):
-            seen.append((outcome, said))
+            seen.append((said, kind, outcome))
         else:
             packer.dropped += 1
     for section in by_tier[Tier.SYSTEM]:
@@ -194,6 +214,18 @@ def _outcome(item: ContextItem) -> str | None:
     """A decision's outcome: a success and a failure of the same action are not repeats."""
     hit = item.hit
     return hit.outcome if hit is not None and hit.source is MemorySource.DECISION else None
+
+
+def _kind(item: ContextItem) -> str:
+    """``turn`` (what was said) or ``memory`` (what was made of it)."""
+    return "turn" if item.hit is not None and item.hit.source is MemorySource.TURN else "memory"
+
+
+def _bar(kind: str, kept: str, duplicate: float, source: float) -> float:
+    """The overlap above which an item repeats a kept one: ``source`` between a turn and
+    what is made from turns (a fact, a decision, an episode's summary), ``duplicate``
+    between two of a kind."""
+    return source if (kind == "turn") != (kept == "turn") else duplicate
 
 
 def _by_score(sections: Sequence[NodeContent]) -> list[tuple[NodeContent, ContextItem]]:

@@ -50,6 +50,7 @@ from memory_kernel.runtime import Runtime
 __all__ = [
     "PREFETCHED_NODES",
     "TOOL_RESULTS_NODE",
+    "TURNS_NODE",
     "ContextEngine",
     "derive_signals",
     "request_from_turn",
@@ -58,6 +59,10 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 TOOL_RESULTS_NODE = "tool_results"
+TURNS_NODE = "turns"
+#: A one-line memory costs about this many tokens: a budget holds at most budget / this of
+#: them, so recall nodes offer that many (between passive_limit and passive_max_items).
+_LINE_TOKENS = 25
 #: The nodes passive prefetch recalls ahead of the next turn (the seed's streamed memories).
 PREFETCHED_NODES = ("facts", "episodic_memory")
 _GREETING = re.compile(
@@ -130,6 +135,7 @@ class ContextEngine:
             self._recall_node("facts", "Known facts", MemorySource.FACT),
             self._recall_node("episodic_memory", "Past episodes", MemorySource.EPISODE),
             self._recall_node("decisions", "Related decisions", MemorySource.DECISION),
+            self._recall_node(TURNS_NODE, "From past conversations", MemorySource.TURN),
         ):
             self._providers[builtin.name] = builtin
         for provider in providers:
@@ -154,6 +160,9 @@ class ContextEngine:
             self.recaller,
             limit=cfg.passive_limit,
             min_confidence=cfg.passive_min_confidence,
+            # Facts and turns fill the budget; an episode is a session's gist and decisions
+            # are deduplicated to the newest few: the seed's top few of each.
+            fills=source in (MemorySource.FACT, MemorySource.TURN),
         )
 
     @property
@@ -190,7 +199,9 @@ class ContextEngine:
         )
         wanted = [n for n in inclusion.report.included if n in self._providers]
         sections, prefetched = self._from_prefetch(request, wanted)
-        fetched, failed, deduplicated = await self._fetch(request, wanted, sections)
+        fetched, failed, deduplicated = await self._fetch(
+            request, wanted, sections, self._offer(budget)
+        )
         for section in fetched:
             sections[section.node] = section
             self.relevance.estimates.observe(section.node, self.counter.count(render([section])))
@@ -236,8 +247,18 @@ class ContextEngine:
         served = {n: s for n, s in entry.sections.items() if n in wanted}
         return served, bool(served)
 
+    def _offer(self, budget: int) -> int:
+        """How many memories each recall node offers for ``budget``: enough to fill it with
+        one-line memories, so the budget is spent by relevance across the nodes."""
+        cfg = self._rt.config.context
+        return min(cfg.passive_max_items, max(cfg.passive_limit, budget // _LINE_TOKENS))
+
     async def _fetch(
-        self, request: ContextRequest, wanted: list[str], ready: dict[str, NodeContent]
+        self,
+        request: ContextRequest,
+        wanted: list[str],
+        ready: dict[str, NodeContent],
+        offer: int | None = None,
     ) -> tuple[list[NodeContent], list[str], int]:
         todo = [self._providers[n] for n in wanted if n not in ready]
         vector = None
@@ -248,7 +269,11 @@ class ContextEngine:
             try:
                 if isinstance(provider, RecallNode):
                     return await provider.fetch_for(
-                        agent_id=request.agent_id, query=request.message, vector=vector
+                        agent_id=request.agent_id,
+                        query=request.message,
+                        vector=vector,
+                        limit=offer,
+                        session_id=request.session_id,
                     )
                 content = await provider.fetch(request)
                 if not isinstance(content, NodeContent) or content.node != provider.name:
@@ -272,8 +297,12 @@ class ContextEngine:
     async def _prefetch_fetch(self, agent_id: str, query: str) -> dict[str, NodeContent]:
         nodes = [p for n in PREFETCHED_NODES if isinstance(p := self._providers.get(n), RecallNode)]
         vector = await self.recaller.embed_query(query)
+        offer = self._offer(self._rt.config.context.token_budget)
         results = await asyncio.gather(
-            *(p.fetch_for(agent_id=agent_id, query=query, vector=vector) for p in nodes)
+            *(
+                p.fetch_for(agent_id=agent_id, query=query, vector=vector, limit=offer)
+                for p in nodes
+            )
         )
         return {content.node: content for content, _ in results}
 

@@ -5,7 +5,8 @@ returning a ``NodeContent``: a titled section of indivisible items in one budget
 engine awaits only the providers of included nodes (invariant 6), concurrently.
 
 Built-in: ``working_memory`` (the caller's recent messages, no I/O), ``gists`` (the caller's
-gists, no I/O), and the recall nodes ``facts``, ``episodic_memory`` and ``decisions``
+gists, no I/O), and the recall nodes ``facts``, ``episodic_memory``, ``decisions`` and
+``turns`` (what was said in past conversations)
 (hybrid recall, one connection each, sharing the turn's single query embedding).
 """
 
@@ -36,10 +37,13 @@ _DESCRIPTION_CHARS = 120  # the seed's decision line: "- [status] desc[:120] (co
 
 def format_hit(hit: MemoryHit) -> str:
     """How a recalled memory reads in the prompt. An episode's date is not repeated on
-    each line: assembly shows episodes under one day line per date (``budget.day_of``)."""
+    each line: assembly shows episodes under one day line per date (``budget.day_of``).
+    A turn is what someone said on a day: ``[2023-05-20] user: …``."""
     if hit.source is MemorySource.DECISION:
         status = hit.outcome or "pending"
         return f"[{status}] {hit.text[:_DESCRIPTION_CHARS]} (confidence: {hit.confidence:.2f})"
+    if hit.source is MemorySource.TURN:
+        return f"[{hit.created_at:%Y-%m-%d}] {hit.metadata.get('role', 'user')}: {hit.text}"
     return hit.text
 
 
@@ -66,7 +70,7 @@ class GistsNode:
 
 
 class RecallNode:
-    """A recall node: ``facts``, ``episodic_memory`` or ``decisions``."""
+    """A recall node: ``facts``, ``episodic_memory``, ``decisions`` or ``turns``."""
 
     needs_vector = True
 
@@ -79,8 +83,11 @@ class RecallNode:
         *,
         limit: int,
         min_confidence: float,
+        fills: bool = True,
     ) -> None:
         self.name = name
+        #: Whether the node offers more than ``limit`` memories when the budget has room.
+        self.fills = fills
         self.title = title
         self.source = source
         self._recaller = recaller
@@ -94,16 +101,28 @@ class RecallNode:
         return content
 
     async def fetch_for(
-        self, *, agent_id: str, query: str, vector: Vector | None
+        self,
+        *,
+        agent_id: str,
+        query: str,
+        vector: Vector | None,
+        limit: int | None = None,
+        session_id: str | None = None,
     ) -> tuple[NodeContent, int]:
-        """The section, and how many decisions were removed as near-duplicates."""
+        """The section (at most ``limit`` items, default the node's, each about the query:
+        at least ``fill_similarity_ratio`` as similar as the best), and how many decisions
+        were removed as near-duplicates. The turns node leaves out the turns of
+        ``session_id``: they are the conversation the host is having, in its own window."""
         result = await self._recaller.recall(
             self.source,
             agent_id=agent_id,
             query=query,
             vector=vector,
-            limit=self._limit,
+            limit=self._limit if limit is None or not self.fills else max(self._limit, limit),
             min_confidence=self._min_confidence,
+            # Only memories about the query fill the budget (``recall.relevant_fill``).
+            keep=0,
+            exclude_session=session_id,
         )
         items = tuple(ContextItem(text=format_hit(h), hit=h) for h in result.hits)
         content = NodeContent(node=self.name, title=self.title, tier=Tier.STREAMED, items=items)

@@ -38,6 +38,7 @@ __all__ = [
     "rank_candidates",
     "recency",
     "relevance_score",
+    "relevant_fill",
     "rrf",
 ]
 
@@ -101,9 +102,11 @@ def rrf(rankings: Sequence[Sequence[K]], *, k: int = RRF_K) -> dict[K, float]:
 
 
 def hybrid_similarity(candidate: Candidate, *, lexical_max: float, lexical_weight: float) -> float:
-    """The similarity term: the cosine blended with the lexical score normalised by the best
-    candidate's (``lexical_weight`` 0.3: on LoCoMo dev with the HashingEmbedder it beat both
-    pure cosine and pure RRF ordering by 3+ points of recall@10)."""
+    """The similarity term: the cosine blended with the lexical score normalised by
+    ``lexical_max`` — the best candidate's by default; the recaller passes scores already
+    divided by the query's total keyword weight and 1.0 (``lexical_weight`` 0.3: on LoCoMo
+    dev with the HashingEmbedder it beat both pure cosine and pure RRF ordering by 3+ points
+    of recall@10)."""
     cosine = max(0.0, candidate.similarity)
     lexical = candidate.lexical / lexical_max if lexical_max > 0 else 0.0
     return min(1.0, (1.0 - lexical_weight) * cosine + lexical_weight * lexical)
@@ -117,9 +120,11 @@ def rank_candidates(
     weights: ScoreWeights = ScoreWeights(),
     lexical_weight: float = 0.3,
     pool: int | None = None,
+    lexical_scale: float | None = None,
 ) -> list[MemoryHit]:
     """Fuse the vector and full-text rankings with RRF into a pool of ``pool`` candidates,
-    then order the pool by the relevance score."""
+    then order the pool by the relevance score. ``lexical_scale``: what a full keyword
+    match scores (default: the pool's best lexical score)."""
     fused = rrf(
         [
             [c.id for c in sorted(candidates, key=lambda c: c.vector_rank or 0) if c.vector_rank],
@@ -128,6 +133,8 @@ def rank_candidates(
     )
     chosen = sorted(candidates, key=lambda c: (-fused.get(c.id, 0.0), str(c.id)))[:pool]
     lexical_max = max((c.lexical for c in chosen), default=0.0)
+    if lexical_scale is not None:
+        lexical_max = lexical_scale
     hits = []
     for c in chosen:
         sim = hybrid_similarity(c, lexical_max=lexical_max, lexical_weight=lexical_weight)
@@ -148,6 +155,15 @@ def rank_candidates(
         )
     hits.sort(key=lambda h: (-h.score, str(h.id)))
     return hits
+
+
+def relevant_fill(hits: Sequence[MemoryHit], *, keep: int, ratio: float) -> list[MemoryHit]:
+    """The first ``keep`` hits, then only those at least ``ratio`` as similar to the query
+    as the best one: beyond the few memories a node always offers, it fills the budget with
+    what is about the query, not with whatever happens to be stored."""
+    best = max((h.similarity for h in hits), default=0.0)
+    floor = ratio * best
+    return [h for n, h in enumerate(hits) if n < keep or h.similarity >= floor]
 
 
 def diversity_sample(

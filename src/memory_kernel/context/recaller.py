@@ -11,7 +11,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from memory_kernel.context.recall import (
     dedup_decisions,
     diversity_sample,
     rank_candidates,
+    relevant_fill,
 )
 from memory_kernel.errors import EmbedderError, InvalidVectorError
 from memory_kernel.models.context import MemoryHit, MemorySource
@@ -35,7 +36,9 @@ __all__ = ["RecallResult", "Recaller"]
 _log = logging.getLogger(__name__)
 Vector = npt.NDArray[np.float32]
 _Key = tuple[str, MemorySource, float, str | None]
-# Term statistics (row counts, document frequencies) are reused this long, per agent/table.
+# Term statistics (row counts, document frequencies) of an agent with at least this many rows
+# of a table are reused this long; a smaller agent's are counted on every recall.
+_CACHE_MIN_ROWS = 1000
 _STATS_TTL_S = 30.0
 _STATS_MAX = 8192
 
@@ -52,7 +55,7 @@ class RecallResult:
 
 
 class Recaller:
-    """Hybrid recall over one agent's facts, episodes or decisions."""
+    """Hybrid recall over one agent's facts, episodes, decisions or turns."""
 
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
@@ -83,9 +86,16 @@ class Recaller:
         vector: Vector | None,
         limit: int,
         min_confidence: float,
+        keep: int | None = None,
+        exclude_session: str | None = None,
     ) -> RecallResult:
-        found = await self._load(source, agent_id, query, vector, min_confidence)
-        return self.select(found, limit=limit)
+        """Up to ``limit`` memories; beyond the first ``keep`` (default: all) only those
+        about the query (``recall.relevant_fill``). ``exclude_session``: leave out the
+        turns of that session."""
+        found = await self._load(
+            source, agent_id, query, vector, min_confidence, limit, exclude_session
+        )
+        return self.select(found, limit=limit, keep=keep)
 
     async def _load(
         self,
@@ -94,22 +104,53 @@ class Recaller:
         query: str,
         vector: Vector | None,
         min_confidence: float,
+        limit: int,
+        exclude_session: str | None = None,
     ) -> list[Candidate]:
         cfg = self._rt.config.context
         words = await self._query_words(query)
+        default_confidence = (
+            cfg.turn_confidence if source is MemorySource.TURN else cfg.episode_confidence
+        )
         async with self._rt.db.connection() as conn:
-            stats = await self._stats(conn, source, agent_id, words, min_confidence)
-            return await retrieval.candidates(
+            terms = await self._weights(conn, source, agent_id, words, min_confidence)
+            found = await retrieval.candidates(
                 conn,
                 source,
                 agent_id=agent_id,
                 query=query,
                 vector=vector,
-                k=cfg.candidate_pool,
+                k=max(cfg.candidate_pool, limit),
                 min_confidence=min_confidence,
-                terms=retrieval.weigh(stats, words),
-                episode_confidence=cfg.episode_confidence,
+                terms=terms,
+                default_confidence=default_confidence,
+                exclude_session=exclude_session,
             )
+        # The share of the query's keyword weight a memory holds: comparable across nodes
+        # (each table has its own frequencies), where "of the best candidate" made every
+        # node's best look like a full match.
+        total = sum(t.weight for t in terms)
+        return [replace(c, lexical=c.lexical / total) for c in found] if total > 0 else found
+
+    async def term_weights(
+        self, source: MemorySource, *, agent_id: str, query: str, min_confidence: float
+    ) -> list[retrieval.WeightedTerm]:
+        """The weight each of ``query``'s words gets in recall's full-text score now (what a
+        recall would use; for inspection and tests)."""
+        words = retrieval.query_words(query)
+        async with self._rt.db.connection() as conn:
+            return await self._weights(conn, source, agent_id, words, min_confidence)
+
+    async def _weights(
+        self,
+        conn: AsyncConnection,
+        source: MemorySource,
+        agent_id: str,
+        words: list[str],
+        min_confidence: float,
+    ) -> list[retrieval.WeightedTerm]:
+        stats = await self._stats(conn, source, agent_id, words, min_confidence)
+        return retrieval.weigh(stats, words)
 
     async def _query_words(self, query: str) -> list[str]:
         if len(query) <= OFF_LOOP_CHARS:
@@ -129,27 +170,45 @@ class Recaller:
         words: list[str],
         min_confidence: float,
     ) -> retrieval.TermStats:
-        """Document frequencies, cached for ``_STATS_TTL_S``: they move slowly, and a turn
-        (or a burst of turns) would otherwise count the same words again and again."""
+        """The agent's row count N and each word's document frequency.
+
+        They follow the data: an agent with fewer than ``_CACHE_MIN_ROWS`` rows is counted
+        afresh on every call (N and every word in one statement, one snapshot, so no word
+        is ever in more rows than N), which costs little at that size. Only a larger
+        agent's N and non-zero frequencies are reused for ``_STATS_TTL_S`` — counting N
+        there scans all its rows, and a burst of writes moves a large N by a small share.
+        A word found in no row is never cached (a row may say it any moment), and N is
+        counted again with every word when its entry expires."""
         if not words:
             return retrieval.TermStats(rows=0, terms={})
         scope = (agent_id, source, min_confidence)
         now = time.monotonic()
         rows = self._cache_get((*scope, None), now)
+        if rows is None:
+            fresh = await retrieval.term_stats(
+                conn, source, agent_id=agent_id, words=words, min_confidence=min_confidence
+            )
+            if fresh.rows >= _CACHE_MIN_ROWS:
+                self._cache_put((*scope, None), fresh.rows, now)
+                self._cache_terms(scope, fresh.terms, now)
+            return fresh
         known = {w: v for w in words if (v := self._cache_get((*scope, w), now)) is not None}
         missing = [w for w in words if w not in known]
-        if rows is None or missing:
+        if missing:
             fresh = await retrieval.term_stats(
                 conn, source, agent_id=agent_id, words=missing, min_confidence=min_confidence,
-                count_rows=rows is None,
+                count_rows=False,
             )  # fmt: skip
-            if rows is None:  # N moves slowly and costs a scan of the agent's rows: once a TTL
-                rows = fresh.rows
-                self._cache_put((*scope, None), rows, now)
-            for word, value in fresh.terms.items():
-                self._cache_put((*scope, word), value, now)
+            self._cache_terms(scope, fresh.terms, now)
             known.update(fresh.terms)
         return retrieval.TermStats(rows=int(rows), terms=known)
+
+    def _cache_terms(
+        self, scope: tuple[str, MemorySource, float], terms: dict[str, tuple[str, int]], now: float
+    ) -> None:
+        for word, value in terms.items():
+            if value[1] > 0:
+                self._cache_put((*scope, word), value, now)
 
     def _cache_get(self, key: _Key, now: float) -> Any:
         entry = self._cache.get(key)
@@ -163,7 +222,9 @@ class Recaller:
         while len(self._cache) > _STATS_MAX:
             self._cache.popitem(last=False)
 
-    def select(self, found: Sequence[Candidate], *, limit: int) -> RecallResult:
+    def select(
+        self, found: Sequence[Candidate], *, limit: int, keep: int | None = None
+    ) -> RecallResult:
         """Rank, dedup decisions (newest of each near-duplicate group), diversify, cut."""
         cfg = self._rt.config.context
         hits = rank_candidates(
@@ -171,7 +232,8 @@ class Recaller:
             now=self._rt.clock.now(),
             half_life_days=cfg.recency_half_life_days,
             lexical_weight=cfg.lexical_weight,
-            pool=cfg.candidate_pool,
+            pool=max(cfg.candidate_pool, limit),
+            lexical_scale=1.0,
         )
         deduplicated = 0
         decisions = [h for h in hits if h.source is MemorySource.DECISION]
@@ -194,6 +256,8 @@ class Recaller:
             limit=limit,
             group=_outcome_group,
         )
+        if keep is not None:
+            hits = relevant_fill(hits, keep=keep, ratio=cfg.fill_similarity_ratio)
         return RecallResult(hits=hits, deduplicated=deduplicated)
 
     async def recall_many(
@@ -208,6 +272,6 @@ class Recaller:
     ) -> RecallResult:
         """Several sources at once (concurrently, one connection each), ranked together."""
         batches = await asyncio.gather(
-            *(self._load(s, agent_id, query, vector, min_confidence) for s in sources)
+            *(self._load(s, agent_id, query, vector, min_confidence, limit) for s in sources)
         )
         return self.select([c for batch in batches for c in batch], limit=limit)

@@ -41,14 +41,15 @@ __all__ = [
 #: Predicate suffixes, longest first so ``_gte`` is never read as ``_gt`` + "e".
 COMPARISONS = ("_gte", "_lte", "_gt", "_lt", "_eq")
 
-#: The nodes of the original service plus ``decisions``, most important first: the order the
-#: node cap keeps them in unless the config's ``node_priority`` says otherwise.
+#: The nodes of the original service plus ``decisions`` and ``turns``, most important first:
+#: the order the node cap keeps them in unless the config's ``node_priority`` says otherwise.
 DEFAULT_NODE_PRIORITY = (
     "identity_context",
     "working_memory",
     "facts",
     "episodic_memory",
     "decisions",
+    "turns",
     "gists",
     "world_state",
     "focus",

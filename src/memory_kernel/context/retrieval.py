@@ -1,9 +1,9 @@
 """Hybrid recall SQL: vector top-k (``storage.search.nearest``) and Postgres full-text top-k
-over facts, episodes or decisions of one agent, merged into ``Candidate`` s with both ranks.
+over facts, episodes, decisions or turns of one agent, merged into ``Candidate`` s with both ranks.
 
 Functions take the caller's connection and never write; every statement filters by
 ``agent_id`` (invariant 1, partition pruning). Only memories that recall may show are
-read: active facts, admitted completed episodes, active decisions.
+read: active facts, admitted completed episodes, active decisions, and every turn.
 """
 
 from __future__ import annotations
@@ -37,15 +37,17 @@ from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.context.recall import Candidate, with_similarity
+from memory_kernel.heart.episodes.policy import AUTOMATIC_OUTCOMES
 from memory_kernel.models.context import MemorySource
 from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus, FactStatus
 from memory_kernel.runtime import off_loop
 from memory_kernel.similarity import space_pieces, word_overlap, words
 from memory_kernel.storage.search import AnyRow, nearest
-from memory_kernel.storage.tables import decisions, episodes, facts
+from memory_kernel.storage.tables import decisions, episodes, facts, turns
 from memory_kernel.storage.vector import as_array
 
 __all__ = [
+    "UNRATED",
     "TermStats",
     "WeightedTerm",
     "candidates",
@@ -60,6 +62,8 @@ _ENGLISH: ColumnClause[Any] = literal_column("'english'::regconfig")
 # A word in over a fifth (idf < ln 5) of more than this many rows selects no candidates.
 _COMMON_ROWS = 1000
 _COMMON_IDF = math.log(5.0)
+#: Sources without a confidence column: they count with a configured default.
+UNRATED = frozenset({MemorySource.EPISODE, MemorySource.TURN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,9 @@ class _Spec:
     visible: Callable[[], list[ColumnElement[bool]]]
     to_text: Callable[[AnyRow], str]
     confidence: Callable[[AnyRow, float], float]
+    created: str = "created_at"  # the column that dates a memory
+    # Columns shown in a hit's metadata beside the row's own ``metadata``.
+    extra: tuple[str, ...] = ()
 
 
 def _fact_where(min_confidence: float) -> list[ColumnElement[bool]]:
@@ -79,7 +86,9 @@ def _fact_where(min_confidence: float) -> list[ColumnElement[bool]]:
 
 
 def _episode_text(row: AnyRow) -> str:
-    return row.summary if not row.outcome else f"{row.summary} — {row.outcome}"
+    if not row.outcome or row.outcome in AUTOMATIC_OUTCOMES:  # "session ended" says nothing
+        return str(row.summary)
+    return f"{row.summary} — {row.outcome}"
 
 
 _SPECS: dict[MemorySource, _Spec] = {
@@ -112,6 +121,7 @@ _SPECS: dict[MemorySource, _Spec] = {
         visible=lambda: [episodes.c.admission == AdmissionStatus.ACTIVE.value],
         to_text=_episode_text,
         confidence=lambda _r, default: default,
+        created="started_at",
     ),
     MemorySource.DECISION: _Spec(
         table=decisions,
@@ -129,21 +139,37 @@ _SPECS: dict[MemorySource, _Spec] = {
         to_text=lambda r: str(r.description),
         confidence=lambda r, _default: float(r.confidence),
     ),
+    MemorySource.TURN: _Spec(
+        table=turns,
+        columns=(
+            turns.c.id,
+            turns.c.content,
+            turns.c.role,
+            turns.c.session_id,
+            turns.c.created_at,
+            turns.c.metadata,
+            turns.c.embedding,
+        ),
+        where=lambda _m: [],
+        visible=lambda: [],
+        to_text=lambda r: str(r.content),
+        confidence=lambda _r, default: default,
+        extra=("role", "session_id"),
+    ),
 }
 
 
 def _candidate(source: MemorySource, spec: _Spec, row: AnyRow, default_conf: float) -> Candidate:
     m = row._mapping
-    created = m["started_at"] if source is MemorySource.EPISODE else m["created_at"]
     return Candidate(
         source=source,
         id=m["id"],
         text=spec.to_text(row),
         confidence=spec.confidence(row, default_conf),
-        created_at=created,
+        created_at=m[spec.created],
         vector=as_array(m["embedding"]),
         outcome=m.get("outcome"),
-        metadata=dict(m["metadata"] or {}),
+        metadata={**(m["metadata"] or {}), **{name: m[name] for name in spec.extra}},
     )
 
 
@@ -157,14 +183,20 @@ async def candidates(
     k: int,
     min_confidence: float,
     terms: Sequence[WeightedTerm] = (),
-    episode_confidence: float = 0.7,
+    default_confidence: float = 0.7,
+    exclude_session: str | None = None,
 ) -> list[Candidate]:
     """Up to ``k`` vector hits and ``k`` full-text hits (merged by id), each with its ranks,
     its cosine to ``vector`` (word overlap with ``query`` when there is no vector) and its
-    lexical score over ``terms`` (from :func:`term_stats`)."""
+    lexical score over ``terms`` (from :func:`term_stats`). Episodes and turns carry no
+    confidence of their own: they count with ``default_confidence``. ``exclude_session``
+    leaves out the turns of that session (the host holds them in its window)."""
     spec = _SPECS[source]
-    if source is MemorySource.EPISODE and episode_confidence <= min_confidence:
+    if source in UNRATED and default_confidence <= min_confidence:
         return []
+    filters = spec.where(min_confidence)
+    if exclude_session is not None and source is MemorySource.TURN:
+        filters.append(turns.c.session_id != exclude_session)
     lexical = _lexical(spec, terms)
     extra = [] if lexical is None else [lexical.label("lexical")]
     found: dict[uuid.UUID, Candidate] = {}
@@ -175,24 +207,24 @@ async def candidates(
             agent_id=agent_id,
             vector=vector,
             k=k,
-            where=spec.where(min_confidence),
+            where=filters,
             columns=[*spec.columns, *extra],
         )
         for rank, row in enumerate(rows, 1):
-            c = _candidate(source, spec, row, episode_confidence)
+            c = _candidate(source, spec, row, default_confidence)
             found[c.id] = replace(
                 c, similarity=1.0 - float(row.distance), vector_rank=rank, lexical=_lex(row)
             )
     if lexical is None:
         return list(found.values())
-    text_rows = await _text_rows(conn, spec, agent_id, terms, k, min_confidence, lexical)
+    text_rows = await _text_rows(conn, spec, agent_id, terms, k, filters, lexical)
     said: set[str] | None = None  # the query's words, tokenised once (the query may be long)
     for rank, row in enumerate(text_rows, 1):
         known = found.get(row.id)
         if known is not None:
             found[row.id] = replace(known, text_rank=rank)
             continue
-        c = _candidate(source, spec, row, episode_confidence)
+        c = _candidate(source, spec, row, default_confidence)
         if c.vector is not None and vector is not None:
             c = with_similarity(c, vector)
         else:
@@ -330,12 +362,15 @@ def _stats_statement(source: MemorySource, count_rows: bool) -> Select[Any]:
 def weigh(stats: TermStats, words: Sequence[str]) -> list[WeightedTerm]:
     """BM25's inverse document frequency ``ln(1 + (N - df + 0.5) / (df + 0.5))`` per word
     (``ts_rank`` has none: a name in half of the memories would outweigh the one rare word
-    that matters). Words no row contains, or that Postgres reduces to nothing, are left out."""
+    that matters). Words no row contains, or that Postgres reduces to nothing, are left out.
+    N is never taken below a word's df (a reused N may predate the rows that hold the word),
+    so every weight is positive: a query word never counts against a memory holding it."""
     weighted = []
     for word in words:
         tsquery, df = stats.terms.get(word, ("", 0))
         if tsquery and df > 0:
-            idf = math.log(1.0 + (stats.rows - df + 0.5) / (df + 0.5))
+            rows = max(stats.rows, df)
+            idf = math.log(1.0 + (rows - df + 0.5) / (df + 0.5))
             weighted.append(WeightedTerm(tsquery, idf, df))
     return weighted
 
@@ -358,7 +393,7 @@ async def _text_rows(
     agent_id: str,
     terms: Sequence[WeightedTerm],
     k: int,
-    min_confidence: float,
+    filters: Sequence[ColumnElement[bool]],
     lexical: ColumnElement[float],
 ) -> Sequence[AnyRow]:
     """Full-text candidates: rows containing any of the query's selective words (see
@@ -374,7 +409,7 @@ async def _text_rows(
         .where(
             table.c.agent_id == agent_id,
             *spec.visible(),
-            *spec.where(min_confidence),
+            *filters,
             table.c.search_tsv.bool_op("@@")(any_word),
         )
         .order_by(score.desc(), table.c.id)

@@ -24,6 +24,8 @@ _SOURCES = {
     SearchType.FACTS: (MemorySource.FACT,),
     SearchType.EPISODES: (MemorySource.EPISODE,),
     SearchType.BOTH: (MemorySource.FACT, MemorySource.EPISODE),
+    SearchType.TURNS: (MemorySource.TURN,),
+    SearchType.ALL: (MemorySource.FACT, MemorySource.EPISODE, MemorySource.TURN),
 }
 
 
@@ -73,9 +75,10 @@ def tool_schemas() -> list[dict[str, Any]]:
             "function": {
                 "name": SEARCH_MEMORY,
                 "description": (
-                    "Search your long-term memory: facts you learned and episodes you took "
-                    "part in. Use it when you need something that is not in the context, "
-                    "e.g. what the user said about a topic weeks ago."
+                    "Search your long-term memory: facts you learned, episodes you took "
+                    "part in and what was said in past conversations. Use it when you need "
+                    "something that is not in the context, e.g. what the user said about a "
+                    "topic weeks ago."
                 ),
                 "parameters": {
                     "type": "object",
@@ -88,7 +91,10 @@ def tool_schemas() -> list[dict[str, Any]]:
                             "type": "string",
                             "enum": [t.value for t in SearchType],
                             "default": SearchType.BOTH.value,
-                            "description": "Search facts, episodes, or both.",
+                            "description": (
+                                "Search facts, episodes, both, the conversation's past "
+                                "turns, or all of them."
+                            ),
                         },
                         "limit": {
                             "type": "integer",

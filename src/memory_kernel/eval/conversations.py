@@ -12,7 +12,7 @@ a frozen clock set to each session's date and moved 30 s per exchange:
   (consecutive turns of one role are joined; a user turn without reply gets ``""``; a
   session opened by the assistant gets a placeholder user message, counted);
 - at a session's end ``kernel.end_session(agent_id=..., session_id=...)`` if the kernel has
-  one (at 91e673e it has none: nothing is called, the documented flow has no session end);
+  one (at 91e673e it had none: nothing was called, the documented flow had no session end);
 - nightly: ``kernel.consolidate(agent)`` whenever the clock moves to another day (before
   that day's first session, and before questions asked on a later day).
 

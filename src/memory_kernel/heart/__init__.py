@@ -1,17 +1,19 @@
-"""Heart: facts and episodes."""
+"""Heart: facts, episodes and the conversation's turns."""
 
 from __future__ import annotations
 
 from memory_kernel.heart.episodes import EpisodeService
 from memory_kernel.heart.facts import FactService
+from memory_kernel.heart.turns import TurnService
 from memory_kernel.runtime import Runtime
 
 __all__ = ["Heart"]
 
 
 class Heart:
-    """``kernel.heart``: ``facts`` and ``episodes``."""
+    """``kernel.heart``: ``facts``, ``episodes`` and ``turns``."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.facts = FactService(runtime)
         self.episodes = EpisodeService(runtime)
+        self.turns = TurnService(runtime)

@@ -21,7 +21,7 @@ __all__ = [
 
 
 class ConsolidationAction(StrEnum):
-    """What consolidation did to facts (the keys of the report's counts)."""
+    """What consolidation did to facts and episodes (the keys of the report's counts)."""
 
     EMBEDDED = "embedded"  # a pending fact got its vector (and became active)
     REINFORCED = "reinforced"  # supporting episodes raised its confidence
@@ -33,10 +33,12 @@ class ConsolidationAction(StrEnum):
     REEMBEDDED = "reembedded"  # content changed by a merge, vector recomputed
     JUDGE_FALLBACK = "judge_fallback"  # an ambiguous case the rules decided instead
     KEPT_BOTH = "kept_both"  # an ambiguous case decided "keep both" (nothing written)
+    EPISODES_ENDED = "episodes_ended"  # idle episodes ended (summary + admission)
 
 
 class ConsolidationPhase(StrEnum):
     LOCK = "lock"
+    EPISODES = "episodes"
     PENDING = "pending"
     CONFIDENCE = "confidence"
     CANDIDATES = "candidates"

@@ -39,6 +39,7 @@ class MemorySource(StrEnum):
     FACT = "fact"
     EPISODE = "episode"
     DECISION = "decision"
+    TURN = "turn"  # a user message or assistant reply, verbatim (``metadata["role"]``)
 
 
 class SearchType(StrEnum):
@@ -46,7 +47,9 @@ class SearchType(StrEnum):
 
     FACTS = "facts"
     EPISODES = "episodes"
-    BOTH = "both"
+    BOTH = "both"  # facts and episodes
+    TURNS = "turns"  # the conversation's messages and replies
+    ALL = "all"  # facts, episodes and turns
 
 
 class Tier(StrEnum):

@@ -45,7 +45,12 @@ __all__ = ["ReembedReport", "abort", "fill", "prepare", "reembed", "remaining", 
 _log = logging.getLogger(__name__)
 _SHADOW = "embedding_next"
 # The text each table's vector is computed from.
-_SOURCE = {"facts": "content", "episodes": "summary", "decisions": "description"}
+_SOURCE = {
+    "facts": "content",
+    "episodes": "summary",
+    "decisions": "description",
+    "turns": "content",
+}
 _TRIGGER = "mk_reembed_reset"
 
 

@@ -51,14 +51,16 @@ SEARCHABLE: dict[str, str] = {
     "facts": "status = 'active' AND embedding IS NOT NULL",
     "episodes": "admission = 'active' AND embedding IS NOT NULL",
     "decisions": "active AND embedding IS NOT NULL",
+    "turns": "embedding IS NOT NULL",
 }
 
 #: Tables whose new rows are *staged*: written with ``indexed = false``, outside the agent
 #: partition's HNSW index, and searched exactly until the indexer (``storage.indexer``)
 #: moves them in. An HNSW insert costs ~5-10 ms of database time at m = 16; staging takes
 #: it off ``learn`` and episode ``end`` (the staged rows of an agent are few and a partial
-#: btree finds them). Decisions are few and written rarely: indexed at once.
-STAGED_TABLES = ("facts", "episodes")
+#: btree finds them). Turns are written on every ``post_turn``: staged too. Decisions are
+#: few and written rarely: indexed at once.
+STAGED_TABLES = ("facts", "episodes", "turns")
 
 
 def tiers(table: str) -> tuple[str, ...]:

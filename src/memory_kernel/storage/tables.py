@@ -3,10 +3,11 @@
 Tables are unqualified: every connection sets ``search_path`` to the configured schema (then
 ``public``, where pgvector's type lives), so one set of objects serves any schema name.
 
-The three memory tables are LIST-partitioned by ``agent_id``: small agents share the DEFAULT
-partition (searched exactly), large agents get a partition of their own with an HNSW index
-(see ``storage/partitions.py``). Every unique constraint and index therefore includes
-``agent_id`` — which is also what distributing the tables by ``agent_id`` on Citus needs.
+The memory tables and the conversation's turns are LIST-partitioned by ``agent_id``: small
+agents share the DEFAULT partition (searched exactly), large agents get a partition of their
+own with an HNSW index (see ``storage/partitions.py``). Every unique constraint and index
+therefore includes ``agent_id`` — which is also what distributing the tables by
+``agent_id`` on Citus needs.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ NAMING_CONVENTION = {
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 #: The tables that hold vectors and are partitioned by agent.
-PARTITIONED_TABLES = ("facts", "episodes", "decisions")
+PARTITIONED_TABLES = ("facts", "episodes", "decisions", "turns")
 
 
 def _in(column: str, values: type[object]) -> str:
@@ -163,6 +164,36 @@ decisions = Table(
     CheckConstraint(_in("stakes", Stakes), name="stakes"),
     CheckConstraint("outcome IS NULL OR " + _in("outcome", DecisionOutcome), name="outcome"),
     CheckConstraint("confidence >= 0 AND confidence <= 1", name="confidence"),
+    postgresql_partition_by="LIST (agent_id)",
+)
+
+# The conversation itself: every user message and assistant reply the hooks saw, with the
+# turn's time. Written once by ``post_turn`` and never changed (so no audit rows: nothing
+# about a turn is ever decided); searched by recall like the memories.
+turns = Table(
+    "turns",
+    metadata,
+    *_uuid_pk(),
+    Column("session_id", Text, nullable=False),
+    Column("episode_id", UUID(as_uuid=True)),
+    Column("role", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    # 0 for the user's message, 1 for the reply: the order of an exchange's two rows.
+    Column("seq", SmallInteger, nullable=False, server_default=text("0")),
+    Column("embedding", Vector()),
+    # False until the row is in its agent partition's HNSW index (storage.search.tiers).
+    Column("indexed", Boolean, nullable=False, server_default=text("false")),
+    Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    # A pasted document is stored whole, but only its first 64k characters are indexed
+    # for words: a tsvector holds at most 1 MB.
+    Column(
+        "search_tsv",
+        TSVECTOR,
+        Computed("to_tsvector('english', left(content, 65536))"),
+    ),
+    PrimaryKeyConstraint("agent_id", "id"),
+    CheckConstraint("role IN ('user', 'assistant')", name="role"),
     postgresql_partition_by="LIST (agent_id)",
 )
 

@@ -19,7 +19,11 @@ from tests.conftest import schema_config
 STATUS = "Show me your current status"
 
 
-def _ep(summary: str, *, agent: str = "a1", session: str = "s1") -> EpisodeInput:
+def _ep(summary: str, *, agent: str = "a1", session: str | None = None) -> EpisodeInput:
+    """An episode start; each in a session of its own unless ``session`` is given (within a
+    session the ongoing episode simply goes on, see test_sessions.py: the dedup rules
+    tested here are between sessions)."""
+    session = session or f"s-{uuid.uuid4().hex[:8]}"
     return EpisodeInput(agent_id=agent, session_id=session, summary=summary)
 
 
@@ -42,7 +46,7 @@ async def _events(kernel: MemoryKernel, episode_id: uuid.UUID) -> list[str]:
 
 
 async def test_new_episode_is_ongoing_pending_and_audited(kernel: MemoryKernel) -> None:
-    started = await kernel.heart.episodes.start(_ep(STATUS))
+    started = await kernel.heart.episodes.start(_ep(STATUS, session="s1"))
     assert isinstance(started, EpisodeStart)
     assert not started.deduplicated
     ep = started.episode

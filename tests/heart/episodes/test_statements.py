@@ -49,27 +49,33 @@ async def _count(kernel: MemoryKernel) -> int:
 # -- statement counts (the load-independent side of latency) ------------------------------
 
 
-async def test_a_start_is_three_statements(kernel: MemoryKernel) -> None:
+async def test_a_start_is_four_statements_a_sessions_next_turn_two(
+    kernel: MemoryKernel,
+) -> None:
     with statements(kernel) as sent:
         created = await kernel.heart.episodes.start(_ep(STATUS))
     assert not created.deduplicated
-    assert len(sent) == 3, sent  # lock, window read, insert + event
+    assert len(sent) == 4, sent  # lock, the session's episode (none), window read, insert
     assert sent[0].startswith("SELECT pg_advisory_xact_lock(")
     with statements(kernel) as sent:
         reused = await kernel.heart.episodes.start(_ep(STATUS, session="s2"))
     assert reused.deduplicated and reused.episode.id == created.episode.id
-    assert len(sent) == 3, sent  # lock, window read, touch + event
+    assert len(sent) == 4, sent  # lock, the session's episode (none), window read, touch
+    with statements(kernel) as sent:
+        going_on = await kernel.heart.episodes.start(_ep("Something else entirely"))
+    assert going_on.episode.id == created.episode.id
+    assert len(sent) == 2, sent  # lock, the session's episode touched
 
 
 async def test_an_end_is_three_statements_four_with_a_target(kernel: MemoryKernel) -> None:
     with statements(kernel) as sent:
         first = await run(kernel, "failure")
     assert first.decision is AdmissionDecision.ADD
-    assert len(sent) == 3 + 3, sent  # the start; lock + ef_search, episode + search, write
+    assert len(sent) == 4 + 3, sent  # the start; lock + ef_search, episode + search, write
     with statements(kernel) as sent:
         second = await run(kernel, "success")
     assert second.decision is AdmissionDecision.REPLACE
-    assert len(sent) == 3 + 4, sent  # ... and the target, locked
+    assert len(sent) == 4 + 4, sent  # ... and the target, locked
 
 
 class _CountingCache(dict[Any, Any]):

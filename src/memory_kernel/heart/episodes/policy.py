@@ -24,8 +24,11 @@ from memory_kernel.models.episodes import AdmissionDecision, Episode, EpisodeEnd
 from memory_kernel.similarity import word_overlap, words
 
 __all__ = [
+    "AUTOMATIC_OUTCOMES",
     "EVENT_OF",
+    "IDLE",
     "NO_EMBEDDING",
+    "SESSION_ENDED",
     "AdmissionPlan",
     "Decision",
     "DuplicateMatch",
@@ -44,6 +47,12 @@ __all__ = [
     "plan_admission",
     "prefilter",
 ]
+
+#: The outcome of an episode ended by ``end_session``, and of one ended for being idle: they
+#: say how it ended, not what came of it, so recall does not show them.
+SESSION_ENDED = "session ended"
+IDLE = "idle"
+AUTOMATIC_OUTCOMES = frozenset({SESSION_ENDED, IDLE})
 
 NO_EMBEDDING = "no embedding: the summary is empty or the embedder failed, so it cannot be compared"
 

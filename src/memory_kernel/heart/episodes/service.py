@@ -2,11 +2,15 @@
 
 Start: one transaction (joining a caller's open unit of work): the agent's start lock
 first, so starts of one agent are serialised and each sees what the previous one
-committed; then the dedup window is read, and an ongoing episode of the agent started
-within the window that says the same thing is returned instead of a new one.
+committed. An episode is a session's, not a message's: the session's ongoing episode, if it
+saw a turn within ``episode_idle_end_s``, goes on. Otherwise the dedup window is read, and
+an ongoing episode of the agent started within the window that says the same thing is
+returned instead of a new one (the seed's "show me status" twice).
 
 End: the episode is completed and admission control decides whether it enters long-term
-memory (ADD / NOT / REPLACE / MERGE); see ``ending.py``. The rules live in ``policy.py``,
+memory (ADD / NOT / REPLACE / MERGE); see ``ending.py``. ``end_session`` and ``end_idle``
+end a session's (an idle agent's) episodes with a summary built from their turns
+(``summary.py``); see ``sessions.py``. The rules live in ``policy.py``,
 the SQL in ``store.py`` and ``admission_store.py``.
 
 The embedder failing never loses an episode: it is stored without a vector, start dedup
@@ -33,6 +37,7 @@ from memory_kernel.heart.episodes.policy import (
     find_duplicate,
     new_row,
 )
+from memory_kernel.heart.episodes.sessions import SessionEnds
 from memory_kernel.judges.base import Judge
 from memory_kernel.judges.rules import RuleJudge
 from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind
@@ -49,9 +54,11 @@ from memory_kernel.similarity import text_overlap
 from memory_kernel.storage.events import Event
 from memory_kernel.validation import check_agent_id, check_text
 
-__all__ = ["EpisodeService"]
+__all__ = ["SESSION_GOES_ON", "EpisodeService"]
 
 _MAX_K = 1000
+#: ``EpisodeStart.reason`` when the session's ongoing episode goes on.
+SESSION_GOES_ON = "the session's ongoing episode"
 
 
 class EpisodeService:
@@ -64,6 +71,7 @@ class EpisodeService:
         judge = runtime.judge
         self._judge: Judge | None = None if isinstance(judge, RuleJudge) else judge
         self._admission = Admission(runtime, self._judge)
+        self._sessions = SessionEnds(runtime, self.end)
 
     # -- start ---------------------------------------------------------------------------
 
@@ -85,8 +93,18 @@ class EpisodeService:
     async def _reuse_or_create(
         self, conn: AsyncConnection, episode: EpisodeInput, vector: Vector | None
     ) -> EpisodeStart:
-        """Under the agent's start lock: reuse the best duplicate in the window, else create."""
+        """Under the agent's start lock: go on with the session's ongoing episode, else
+        reuse the best duplicate in the window, else create."""
         agent, now = episode.agent_id, self._rt.clock.now()
+        current = await store.continue_session(
+            conn,
+            agent_id=agent,
+            session_id=episode.session_id,
+            since=now - timedelta(seconds=self._cfg.episode_idle_end_s),
+            now=now,
+        )
+        if current is not None:
+            return EpisodeStart(episode=current, deduplicated=True, reason=SESSION_GOES_ON)
         recent = await store.recent_ongoing(
             conn,
             agent_id=agent,
@@ -177,6 +195,24 @@ class EpisodeService:
         # An admitted episode of a promoted agent waits, staged, for the index worker.
         self._rt.db.staged.note("episodes", [agent_id])
         return ended
+
+    async def end_session(self, agent_id: str, session_id: str) -> list[EpisodeEnd]:
+        """End the session's ongoing episode: its summary is built from its turns, then
+        admission decides (ADD / NOT / REPLACE / MERGE); see ``sessions.py``."""
+        ended = await self._sessions.end_session(agent_id, session_id)
+        self._rt.db.staged.note("episodes", [agent_id])
+        return ended
+
+    async def end_idle(self, agent_id: str) -> list[EpisodeEnd]:
+        """End the agent's episodes idle for ``HeartConfig.episode_idle_end_s`` (like
+        ``end_session``)."""
+        ended = await self._sessions.end_idle(agent_id)
+        self._rt.db.staged.note("episodes", [agent_id])
+        return ended
+
+    async def count_idle(self, agent_id: str) -> int:
+        """How many of the agent's episodes ``end_idle`` would end now."""
+        return await self._sessions.idle(agent_id)
 
     # -- search --------------------------------------------------------------------------
 

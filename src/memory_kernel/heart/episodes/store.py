@@ -1,5 +1,7 @@
-"""The SQL of episodes: start (the agent's start lock, the dedup window, insert or reuse),
-turns, use, get and search. The end's (admission) is in ``admission_store.py``.
+"""The SQL of episodes: start (the agent's start lock, the session's ongoing episode, the
+dedup window, insert or reuse), turns, use, get, the ongoing episodes a session end or an
+idle sweep ends (or abandons), and search. The end's (admission) is in
+``admission_store.py``.
 
 Functions take a connection, never commit, and always filter by ``agent_id`` (partition
 pruning, invariant 1). The statements of start and end are built once (or once per shape)
@@ -50,14 +52,17 @@ from memory_kernel.storage.vector import as_array
 
 __all__ = [
     "COLUMNS",
+    "abandon",
     "add_usage",
     "binds",
+    "continue_session",
     "create",
     "event_insert",
     "event_params",
     "get",
     "increment_turns",
     "lock_starts",
+    "ongoing",
     "recent_ongoing",
     "reuse",
     "search_text",
@@ -204,6 +209,90 @@ async def reuse(
     params = {"agent": agent_id, "episode": episode_id, "now": now}
     params.update(event_params("e_", event))
     row = (await conn.execute(_REUSE, params)).first()
+    return None if row is None else to_episode(row._mapping)
+
+
+# -- the session's episode, ongoing episodes, abandon ------------------------------------------
+
+_SINCE = bindparam("since", type_=DateTime(timezone=True))
+_ONGOING = _c.status == EpisodeStatus.ONGOING.value
+_OF_SESSION = (
+    select(_c.id)
+    .where(
+        _c.agent_id == _AGENT,
+        _c.session_id == bindparam("session", type_=Text),
+        _ONGOING,
+        _c.updated_at >= _SINCE,
+    )
+    .order_by(_c.started_at.desc(), _c.id)
+    .limit(1)
+    .scalar_subquery()
+)
+# Touched, so the idle clock restarts; no audit row: nothing is decided, the session goes on.
+_CONTINUE = (
+    episodes.update()
+    .where(_c.agent_id == _AGENT, _c.id == _OF_SESSION, _ONGOING)
+    .values(updated_at=_NOW)
+    .returning(*COLUMNS)
+)
+
+
+async def continue_session(
+    conn: AsyncConnection, *, agent_id: str, session_id: str, since: datetime, now: datetime
+) -> Episode | None:
+    """The session's ongoing episode last active at or after ``since``, touched; ``None``
+    when it has none (one statement)."""
+    params = {"agent": agent_id, "session": session_id, "since": since, "now": now}
+    row = (await conn.execute(_CONTINUE, params)).first()
+    return None if row is None else to_episode(row._mapping)
+
+
+async def ongoing(
+    conn: AsyncConnection,
+    *,
+    agent_id: str,
+    session_id: str | None = None,
+    idle_before: datetime | None = None,
+    limit: int = 1000,
+) -> list[Episode]:
+    """The agent's ongoing episodes — of ``session_id``, or last active before
+    ``idle_before`` — oldest first."""
+    stmt = select(*COLUMNS).where(_c.agent_id == agent_id, _ONGOING)
+    if session_id is not None:
+        stmt = stmt.where(_c.session_id == session_id)
+    if idle_before is not None:
+        stmt = stmt.where(_c.updated_at < idle_before)
+    rows = await conn.execute(stmt.order_by(_c.started_at, _c.id).limit(limit))
+    return [to_episode(r._mapping) for r in rows]
+
+
+def _build_abandon() -> Select[Any]:
+    gone = (
+        episodes.update()
+        .where(_c.agent_id == _AGENT, _c.id == _ID, _ONGOING)
+        .values(
+            status=EpisodeStatus.ABANDONED.value,
+            admission=AdmissionStatus.NOT_ADMITTED.value,
+            ended_at=_NOW,
+            updated_at=_NOW,
+        )
+        .returning(*COLUMNS)
+        .cte("gone")
+    )
+    return select(gone).add_cte(event_insert("e_", gone).cte("abandoned"))
+
+
+_ABANDON = _build_abandon()
+
+
+async def abandon(
+    conn: AsyncConnection, *, agent_id: str, episode_id: uuid.UUID, now: datetime, event: Event
+) -> Episode | None:
+    """End an ongoing episode in which no turn was completed: abandoned, never admitted
+    (with its audit row); ``None`` when it was no longer ongoing (nothing written)."""
+    params = {"agent": agent_id, "episode": episode_id, "now": now}
+    params.update(event_params("e_", event))
+    row = (await conn.execute(_ABANDON, params)).first()
     return None if row is None else to_episode(row._mapping)
 
 

@@ -1,0 +1,113 @@
+"""Ending a session's episodes: when the host says the session ended (``end_session``), or
+when they sat idle for ``HeartConfig.episode_idle_end_s`` (``end_idle``: ``consolidate``,
+``kernel.end_idle_episodes``).
+
+Each ongoing episode is ended on its own: its turns are read, its summary is built from
+them (``summary.summarise_turns``: key sentences, newer statements replacing older ones about
+the same thing), and ``EpisodeService.end`` completes it through admission control (ADD /
+NOT / REPLACE / MERGE) — the summary is embedded before that transaction opens. An episode
+in which no turn was completed (a ``pre_turn`` whose ``post_turn`` never came) has nothing to
+remember: it is abandoned (``status = abandoned``, never admitted), with its audit row. An
+episode someone else ended meanwhile is skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from memory_kernel.errors import ValidationError
+from memory_kernel.heart.episodes import store
+from memory_kernel.heart.episodes.policy import IDLE, SESSION_ENDED
+from memory_kernel.heart.episodes.summary import SummaryTurn, summarise_turns
+from memory_kernel.heart.turns import store as turns_store
+from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind
+from memory_kernel.models.episodes import Episode, EpisodeEnd
+from memory_kernel.runtime import Runtime
+from memory_kernel.storage.events import Event
+from memory_kernel.validation import check_agent_id
+
+__all__ = ["IDLE", "NO_TURN", "SESSION_ENDED", "SessionEnds"]
+
+_log = logging.getLogger(__name__)
+
+#: Why an episode without a completed turn is abandoned (its audit row's reason).
+NO_TURN = "no turn was completed"
+
+End = Callable[..., Awaitable[EpisodeEnd]]
+
+
+class SessionEnds:
+    """``end_session`` and ``end_idle`` of ``EpisodeService`` (which passes its ``end``)."""
+
+    def __init__(self, runtime: Runtime, end: End) -> None:
+        self._rt = runtime
+        self._cfg = runtime.config.heart
+        self._end = end
+
+    async def end_session(self, agent_id: str, session_id: str) -> list[EpisodeEnd]:
+        """End the session's ongoing episodes (normally one)."""
+        check_agent_id(agent_id)
+        check_agent_id(session_id, field="session_id")
+        async with self._rt.db.connection() as conn:
+            found = await store.ongoing(conn, agent_id=agent_id, session_id=session_id)
+        return await self._end_all(found, SESSION_ENDED)
+
+    async def end_idle(self, agent_id: str, *, limit: int = 1000) -> list[EpisodeEnd]:
+        """End the agent's episodes that saw no turn for ``episode_idle_end_s``."""
+        check_agent_id(agent_id)
+        idle = timedelta(seconds=self._cfg.episode_idle_end_s)
+        before = self._rt.clock.now() - idle
+        async with self._rt.db.connection() as conn:
+            found = await store.ongoing(conn, agent_id=agent_id, idle_before=before, limit=limit)
+        return await self._end_all(found, IDLE)
+
+    async def idle(self, agent_id: str) -> int:
+        """How many of the agent's episodes are idle (what ``end_idle`` would end)."""
+        before = self._rt.clock.now() - timedelta(seconds=self._cfg.episode_idle_end_s)
+        async with self._rt.db.connection() as conn:
+            return len(await store.ongoing(conn, agent_id=agent_id, idle_before=before))
+
+    async def _end_all(self, found: list[Episode], outcome: str) -> list[EpisodeEnd]:
+        ended = []
+        for episode in found:
+            done = await self._end_one(episode, outcome)
+            if done is not None:
+                ended.append(done)
+        return ended
+
+    async def _end_one(self, episode: Episode, outcome: str) -> EpisodeEnd | None:
+        agent = episode.agent_id
+        if not episode.metadata.get("turns"):  # post_turn never counted a turn
+            await self._abandon(agent, episode.id)
+            return None
+        async with self._rt.db.connection() as conn:
+            said = await turns_store.by_episode(conn, agent_id=agent, episode_id=episode.id)
+        summary = summarise_turns(
+            [SummaryTurn(t.role, t.content, t.created_at) for t in said],
+            max_chars=self._cfg.episode_summary_chars,
+            fallback=episode.summary,
+        )
+        try:
+            return await self._end(episode.id, agent_id=agent, outcome=outcome, summary=summary)
+        except ValidationError:  # ended meanwhile (another worker, the host)
+            _log.debug("episode %s ended meanwhile", episode.id)
+            return None
+
+    async def _abandon(self, agent_id: str, episode_id: uuid.UUID) -> None:
+        now = self._rt.clock.now()
+        event = Event(
+            agent_id=agent_id,
+            kind=MemoryKind.EPISODE,
+            memory_id=episode_id,
+            event=EventKind.EPISODE_ENDED,
+            decided_by=DecidedBy.RULE,
+            at=now,
+            reason=NO_TURN,
+        )
+        async with self._rt.db.transaction() as conn:
+            await store.abandon(
+                conn, agent_id=agent_id, episode_id=episode_id, now=now, event=event
+            )
