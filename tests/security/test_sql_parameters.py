@@ -23,6 +23,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("eval/store.py", "schema"): "a throwaway schema name the eval harness generates",
     ("storage/database.py", "table"): "PARTITIONED_TABLES, a fixed tuple of table names",
     ("storage/database.py", "int(dim)"): "the embedder's dimension, forced to int",
+    (
+        "storage/migrations/versions/0010_turns.py",
+        "int(dim)",
+    ): "the embedder's dimension, forced to int",
     ("storage/database.py", "mapped"): "an error message that mentions CREATE EXTENSION",
     ("storage/migrate.py", "schema"): "StorageConfig.schema_name, validated as an identifier",
     ("storage/migrations/versions/0001_initial.py", "table"): "fixed table names",
