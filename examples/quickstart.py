@@ -16,7 +16,7 @@ async def main(data_dir: str) -> None:
     schema = os.environ.get("MEMORY_KERNEL_SCHEMA", "memory_kernel")
     config = MemoryKernelConfig.from_mapping({"storage": {"schema_name": schema}})
     async with MemoryKernel.open(data_dir=data_dir, config=config) as kernel:
-        for content in ("006 is planned", "006 has shipped"):  # same subject: newest wins
+        for content in ("Spec 006 is planned", "Spec 006 has shipped"):  # same subject: newest wins
             fact = FactInput(agent_id="a1", subject="006 status", content=content)
             learned = await kernel.heart.facts.learn(fact)
         print(f"learn: {learned.action} - {learned.reason}")  # the old fact is kept as history

@@ -66,10 +66,10 @@ def test_quickstart_supersedes_injects_and_recalls(pg_dsn: str, drop_schema: str
     out = run_example("quickstart", pg_dsn, drop_schema)
     assert "learn: superseded - same subject" in out
     context = out.split("tokens of context\n", 1)[1].split("post_turn:", 1)[0]
-    assert "## Known facts" in context and "- 006 has shipped" in context
+    assert "## Known facts" in context and "- Spec 006 has shipped" in context
     assert "planned" not in context  # the superseded fact is history, not context
     hits = re.findall(r"^search_memory: \d\.\d\d (.+)$", out, flags=re.M)
-    assert hits == ["006 has shipped"]
+    assert hits == ["Spec 006 has shipped"]
     assert "decision: not_deliberated" in out  # a question frame records no decision
 
 

@@ -47,7 +47,7 @@ async def test_every_hook_runs_under_the_official_instrumentations(
     SQLAlchemyInstrumentor().instrument(
         engine=kernel.database.engine.sync_engine, tracer_provider=provider, skip_dep_check=True
     )
-    fact = FactInput(agent_id="otel", subject="006 status", content="006 has shipped")
+    fact = FactInput(agent_id="otel", subject="006 status", content="Spec 006 has shipped")
     learned = await kernel.heart.facts.learn(fact)
     assert learned.action == "added"
     turn = TurnInput(agent_id="otel", session_id="s1", message="What is the status of 006?")
