@@ -170,8 +170,8 @@ def test_episodes_are_shown_oldest_first_under_one_line_per_day() -> None:
     early_a = hit_item("Caro: I joined a group", 0.7, DAY, MemorySource.EPISODE)
     out = assemble([episodes_node(late, early_b, early_a)], budget=1000, counter=COUNTER)
     assert out.text == (
-        "## Past episodes\n[2023-05-08]\n- Caro: I joined a group\n- Caro: it was powerful\n"
-        "[2023-06-07]\n- Mel: we went camping"
+        "## Past episodes\n[8 May 2023]\n- Caro: I joined a group\n- Caro: it was powerful\n"
+        "[7 June 2023]\n- Mel: we went camping"
     )
     assert [i.text for i in out.sections[0].items] == [i.text for i in (early_a, early_b, late)]
     assert out.text == render(out.sections)
@@ -196,13 +196,13 @@ def test_a_day_line_is_charged_to_the_item_that_opens_it() -> None:
         for i in range(2)
     ]
     other = hit_item("turn 9 of the talk", 0.5, DAY + timedelta(days=1), MemorySource.EPISODE)
-    lines = ["## Past episodes\n\n", "[2023-05-08]\n", *(f"- {i.text}\n" for i in (*same, other))]
+    lines = ["## Past episodes\n\n", "[8 May 2023]\n", *(f"- {i.text}\n" for i in (*same, other))]
     budget = sum(COUNTER.count(line) for line in lines)
     out = assemble([episodes_node(*same, other)], budget=budget, counter=COUNTER)
     assert [i.text for i in out.sections[0].items] == [i.text for i in same]
     assert out.items_dropped == 1
     roomier = assemble([episodes_node(*same, other)], budget=budget + 4, counter=COUNTER)
-    assert len(roomier.hits) == 3 and "[2023-05-09]" in roomier.text
+    assert len(roomier.hits) == 3 and "[9 May 2023]" in roomier.text
 
 
 _day = st.integers(min_value=0, max_value=3).map(lambda d: DAY + timedelta(days=d))

@@ -15,7 +15,7 @@ Claim order (who gets tokens first):
 
 Display order is different: system first, then memories, tool results, and the recent
 messages last (closest to the user's message). Within a section, recalled episodes are
-shown oldest first under one ``[YYYY-MM-DD]`` line per day instead of a date on every
+shown oldest first under one ``[8 May 2023]`` line per day instead of a date on every
 item: a day's turns read as the conversation they were, and the date is paid for once.
 Section headers and day lines cost tokens too, charged to the item that opens them. Costs are
 the counter's count of each rendered line; a final check on the whole text drops the last
@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memory_kernel.context.when import day
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 from memory_kernel.protocols import TokenCounter
 from memory_kernel.similarity import word_overlap, words
@@ -75,7 +76,7 @@ def day_of(item: ContextItem) -> str | None:
     hit = item.hit
     if hit is None or hit.source is not MemorySource.EPISODE:
         return None
-    return f"[{hit.created_at:%Y-%m-%d}]"
+    return f"[{day(hit.created_at)}]"
 
 
 def _dated(item: ContextItem) -> bool:
@@ -112,7 +113,7 @@ def _lines(section: NodeContent) -> list[str]:
 
 def render(sections: Sequence[NodeContent]) -> str:
     """``## Title`` then one ``- item`` line per item (recalled episodes under a
-    ``[YYYY-MM-DD]`` line per day); sections separated by a blank line."""
+    ``[8 May 2023]`` line per day); sections separated by a blank line."""
     return "\n\n".join("\n".join(_lines(s)) for s in sections if s.items)
 
 

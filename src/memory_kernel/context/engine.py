@@ -163,6 +163,7 @@ class ContextEngine:
             # Facts and turns fill the budget; an episode is a session's gist and decisions
             # are deduplicated to the newest few: the seed's top few of each.
             fills=source in (MemorySource.FACT, MemorySource.TURN),
+            excerpt_chars=cfg.turn_excerpt_chars,
         )
 
     @property

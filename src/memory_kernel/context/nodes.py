@@ -19,7 +19,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memory_kernel.context.excerpt import excerpt
 from memory_kernel.context.recaller import Recaller
+from memory_kernel.context.retrieval import query_words
+from memory_kernel.context.when import day, resolve_relative
 from memory_kernel.models.context import (
     ContextItem,
     ContextRequest,
@@ -38,12 +41,16 @@ _DESCRIPTION_CHARS = 120  # the seed's decision line: "- [status] desc[:120] (co
 def format_hit(hit: MemoryHit) -> str:
     """How a recalled memory reads in the prompt. An episode's date is not repeated on
     each line: assembly shows episodes under one day line per date (``budget.day_of``).
-    A turn is what someone said on a day: ``[2023-05-20] user: …``."""
+    A turn is what someone said on a day: ``[20 May 2023] user: …``. Relative time in a
+    turn or an episode ("yesterday") is followed by the date it meant (``when.py``)."""
     if hit.source is MemorySource.DECISION:
         status = hit.outcome or "pending"
         return f"[{status}] {hit.text[:_DESCRIPTION_CHARS]} (confidence: {hit.confidence:.2f})"
     if hit.source is MemorySource.TURN:
-        return f"[{hit.created_at:%Y-%m-%d}] {hit.metadata.get('role', 'user')}: {hit.text}"
+        said = resolve_relative(hit.text, hit.created_at)
+        return f"[{day(hit.created_at)}] {hit.metadata.get('role', 'user')}: {said}"
+    if hit.source is MemorySource.EPISODE:
+        return resolve_relative(hit.text, hit.created_at)
     return hit.text
 
 
@@ -84,10 +91,13 @@ class RecallNode:
         limit: int,
         min_confidence: float,
         fills: bool = True,
+        excerpt_chars: int | None = None,
     ) -> None:
         self.name = name
         #: Whether the node offers more than ``limit`` memories when the budget has room.
         self.fills = fills
+        # Turns longer than this are shown as their part about the query (None: whole).
+        self._excerpt_chars = excerpt_chars
         self.title = title
         self.source = source
         self._recaller = recaller
@@ -124,9 +134,16 @@ class RecallNode:
             keep=0,
             exclude_session=session_id,
         )
-        items = tuple(ContextItem(text=format_hit(h), hit=h) for h in result.hits)
+        items = tuple(ContextItem(text=self._line(h, query), hit=h) for h in result.hits)
         content = NodeContent(node=self.name, title=self.title, tier=Tier.STREAMED, items=items)
         return content, result.deduplicated
+
+    def _line(self, hit: MemoryHit, query: str) -> str:
+        if hit.source is not MemorySource.TURN or self._excerpt_chars is None:
+            return format_hit(hit)
+        # A long turn shows the part of it about the query (the hit keeps the whole text).
+        shown = excerpt(hit.text, query_words(query), max_chars=self._excerpt_chars)
+        return format_hit(hit.model_copy(update={"text": shown}))
 
 
 TextSource = Callable[[ContextRequest], Iterable[str] | Awaitable[Iterable[str]]]

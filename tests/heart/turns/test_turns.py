@@ -88,7 +88,9 @@ async def test_a_later_session_sees_the_turns_dated(
     ctx = await kernel.pre_turn(
         TurnInput(agent_id=AGENT, session_id="s2", message="Which city does Noor live in now?")
     )
-    line = f"[{said:%Y-%m-%d}] user: My sister Noor moved to Manchester for the hospital job."
+    line = (
+        f"[{said.day} {said:%B %Y}] user: My sister Noor moved to Manchester for the hospital job."
+    )
     assert line in ctx.text
     assert ctx.report.context is not None and "turns" in ctx.report.context.fetched
 
