@@ -91,7 +91,7 @@ class FakeModel:
 async def seed(kernel: MemoryKernel) -> None:
     """What the host learned earlier (from documents, a profile, past conversations)."""
     for content, confidence in [
-        ("The team runs PostgreSQL 16 in production", 0.9),
+        ("The team runs PostgreSQL 16 as its production database", 0.9),
         ("The orders service needs transactional writes", 0.8),
         # Low confidence: passive recall (> 0.5) leaves it out of the prompt; the
         # search_memory tool (> 0.3) still finds it when the model asks.

@@ -83,7 +83,7 @@ def test_agent_loop_gates_context_calls_the_tool_and_filters_decisions(
     assert field(hey, "injected") == "0 tokens: (nothing)"
     assert "tool call" not in hey
     # A decision turn: the relevant facts are injected, the answer is recorded as a decision.
-    assert "The team runs PostgreSQL 16 in production" in database
+    assert "The team runs PostgreSQL 16 as its production database" in database
     assert "tool call" not in database  # the context already had what the model needed
     assert field(database, "recorded").startswith("decision 'Use PostgreSQL for the orders")
     # A low-confidence fact is not injected passively; the model finds it with the tool.
