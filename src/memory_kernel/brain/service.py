@@ -10,16 +10,10 @@
   SQL in ``store.py``.
 - :meth:`Brain.record_outcome` — how a decision turned out (``brain.outcomes``).
 
-Each write is one operation that embeds first (no connection waits on the embedder) and
-then runs in ``self._rt.db.transaction()``, so inside a caller's unit of work it joins it:
-:meth:`add`, :meth:`deliberate`, :meth:`conclude`, :meth:`abandon`. They return the full
-result and count nothing; the public methods call them and count, and
-``memory_kernel.cognitive`` calls them inside ``pre_turn``/``post_turn`` and counts after its
-unit committed (layer 1, is the response a decision at all, lives there).
-
-Every write that adds a session's active decisions holds the session's decision lock;
-``conclude`` takes it after the decision's row lock, and a caller that also touches
-episodes takes it before them, so locks are always taken in one order.
+The writes (:meth:`add`, :meth:`deliberate`, :meth:`conclude`, :meth:`abandon`) embed first,
+then run in ``self._rt.db.transaction()`` (joining a caller's unit of work) and return the
+full result uncounted: the public methods and ``memory_kernel.cognitive`` count after commit.
+Locks are always taken in one order: the decision's row, the session's lock, episodes.
 """
 
 from __future__ import annotations
