@@ -5,9 +5,7 @@
   ``start`` applies layer 2 (dedup against the same session's recent active decisions,
   under the session's decision lock so concurrent starts cannot both pass); ``finalize``
   applies layer 3 (the quality gate) and, because the final text may differ from the
-  started one, layer 2 again. A rejection is a soft delete (``active = false``,
-  ``rejection_reason``) with a ``memory_events`` row. The rules are in ``policy.py``, the
-  SQL in ``store.py``.
+  started one, layer 2 again. A rejection is a soft delete with its reason and an event.
 - :meth:`Brain.record_outcome` — how a decision turned out (``brain.outcomes``).
 
 The writes (:meth:`add`, :meth:`deliberate`, :meth:`conclude`, :meth:`abandon`) embed first,
