@@ -186,15 +186,8 @@ class FactService:
         return self._rt.config.heart.fact_neighbours
 
     def thresholds(self) -> RelationThresholds:
-        cfg = self._rt.config.heart
-        return RelationThresholds(
-            dedup_similarity=cfg.fact_dedup_similarity,
-            dedup_coverage=cfg.fact_dedup_coverage,
-            dedup_max_novel=cfg.fact_dedup_max_novel_words,
-            update_similarity=cfg.fact_update_similarity,
-            update_floor=cfg.fact_update_floor,
-            update_shared=cfg.fact_update_shared,
-            contradiction_similarity=cfg.fact_contradiction_similarity,
+        return RelationThresholds.from_config(
+            self._rt.config.heart,
             update_scorer=self.scorers.update,
             duplicate_scorer=self.scorers.duplicate,
         )
