@@ -113,7 +113,9 @@ class Recaller:
             cfg.turn_confidence if source is MemorySource.TURN else cfg.episode_confidence
         )
         async with self._rt.db.connection() as conn:
-            terms = await self._weights(conn, source, agent_id, words, min_confidence)
+            terms = retrieval.weigh(
+                await self._stats(conn, source, agent_id, words, min_confidence), words
+            )
             found = await retrieval.candidates(
                 conn,
                 source,
@@ -139,18 +141,9 @@ class Recaller:
         recall would use; for inspection and tests)."""
         words = retrieval.query_words(query)
         async with self._rt.db.connection() as conn:
-            return await self._weights(conn, source, agent_id, words, min_confidence)
-
-    async def _weights(
-        self,
-        conn: AsyncConnection,
-        source: MemorySource,
-        agent_id: str,
-        words: list[str],
-        min_confidence: float,
-    ) -> list[retrieval.WeightedTerm]:
-        stats = await self._stats(conn, source, agent_id, words, min_confidence)
-        return retrieval.weigh(stats, words)
+            return retrieval.weigh(
+                await self._stats(conn, source, agent_id, words, min_confidence), words
+            )
 
     async def _query_words(self, query: str) -> list[str]:
         if len(query) <= OFF_LOOP_CHARS:

@@ -81,6 +81,11 @@ class _Spec:
     extra: tuple[str, ...] = ()
 
 
+def _columns(table: Table, *own: str) -> tuple[Any, ...]:
+    """A source's columns: the id, ``own``, then the metadata and embedding every source has."""
+    return (table.c.id, *(table.c[name] for name in own), table.c.metadata, table.c.embedding)
+
+
 def _fact_where(min_confidence: float) -> list[ColumnElement[bool]]:
     return [facts.c.confidence > min_confidence]
 
@@ -94,14 +99,7 @@ def _episode_text(row: AnyRow) -> str:
 _SPECS: dict[MemorySource, _Spec] = {
     MemorySource.FACT: _Spec(
         table=facts,
-        columns=(
-            facts.c.id,
-            facts.c.content,
-            facts.c.confidence,
-            facts.c.created_at,
-            facts.c.metadata,
-            facts.c.embedding,
-        ),
+        columns=_columns(facts, "content", "confidence", "created_at"),
         where=_fact_where,
         visible=lambda: [facts.c.status.in_(_CURRENT_FACTS)],
         to_text=lambda r: str(r.content),
@@ -109,14 +107,7 @@ _SPECS: dict[MemorySource, _Spec] = {
     ),
     MemorySource.EPISODE: _Spec(
         table=episodes,
-        columns=(
-            episodes.c.id,
-            episodes.c.summary,
-            episodes.c.outcome,
-            episodes.c.started_at,
-            episodes.c.metadata,
-            episodes.c.embedding,
-        ),
+        columns=_columns(episodes, "summary", "outcome", "started_at"),
         where=lambda _m: [episodes.c.status == EpisodeStatus.COMPLETED.value],
         visible=lambda: [episodes.c.admission == AdmissionStatus.ACTIVE.value],
         to_text=_episode_text,
@@ -125,15 +116,7 @@ _SPECS: dict[MemorySource, _Spec] = {
     ),
     MemorySource.DECISION: _Spec(
         table=decisions,
-        columns=(
-            decisions.c.id,
-            decisions.c.description,
-            decisions.c.outcome,
-            decisions.c.confidence,
-            decisions.c.created_at,
-            decisions.c.metadata,
-            decisions.c.embedding,
-        ),
+        columns=_columns(decisions, "description", "outcome", "confidence", "created_at"),
         where=lambda m: [decisions.c.confidence > m],
         visible=lambda: [decisions.c.active.is_(True)],
         to_text=lambda r: str(r.description),
@@ -141,15 +124,7 @@ _SPECS: dict[MemorySource, _Spec] = {
     ),
     MemorySource.TURN: _Spec(
         table=turns,
-        columns=(
-            turns.c.id,
-            turns.c.content,
-            turns.c.role,
-            turns.c.session_id,
-            turns.c.created_at,
-            turns.c.metadata,
-            turns.c.embedding,
-        ),
+        columns=_columns(turns, "content", "role", "session_id", "created_at"),
         where=lambda _m: [],
         visible=lambda: [],
         to_text=lambda r: str(r.content),
