@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import any_, bindparam, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -26,10 +24,10 @@ from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.enums import DecidedBy, EventKind, FactStatus, MemoryKind
 from memory_kernel.storage.events import Event
 from memory_kernel.storage.tables import facts
+from memory_kernel.vectors import Vector
 
 __all__ = ["ContradictionUnit", "MergeUnit", "SupersedeUnit", "Unit", "apply_units"]
 
-Vector = npt.NDArray[np.float32]
 _ACTIVE = FactStatus.ACTIVE.value
 
 

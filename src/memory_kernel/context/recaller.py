@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.context import retrieval
@@ -30,11 +29,11 @@ from memory_kernel.errors import EmbedderError, InvalidVectorError
 from memory_kernel.models.context import MemoryHit, MemorySource
 from memory_kernel.runtime import OFF_LOOP_CHARS, Runtime, off_loop
 from memory_kernel.similarity import has_words
+from memory_kernel.vectors import Vector
 
 __all__ = ["RecallResult", "Recaller"]
 
 _log = logging.getLogger(__name__)
-Vector = npt.NDArray[np.float32]
 _Key = tuple[str, MemorySource, float, str | None]
 # Term statistics (row counts, document frequencies) of an agent with at least this many rows
 # of a table are reused this long; a smaller agent's are counted on every recall.

@@ -17,7 +17,6 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy import (
     ColumnClause,
     ColumnElement,
@@ -45,6 +44,7 @@ from memory_kernel.similarity import space_pieces, word_overlap, words
 from memory_kernel.storage.search import AnyRow, nearest
 from memory_kernel.storage.tables import decisions, episodes, facts, turns
 from memory_kernel.storage.vector import as_array
+from memory_kernel.vectors import Vector
 
 __all__ = [
     "UNRATED",
@@ -56,7 +56,6 @@ __all__ = [
     "weigh",
 ]
 
-Vector = npt.NDArray[np.float32]
 _CURRENT_FACTS = (FactStatus.ACTIVE.value, FactStatus.PENDING_EMBED.value)
 _ENGLISH: ColumnClause[Any] = literal_column("'english'::regconfig")
 # A word in over a fifth (idf < ln 5) of more than this many rows selects no candidates.

@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import (
     ColumnElement,
     Row,
@@ -32,6 +30,8 @@ from sqlalchemy import (
 )
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memory_kernel.vectors import Vector
 
 __all__ = [
     "SEARCHABLE",
@@ -125,7 +125,7 @@ async def nearest(
     table: Table,
     *,
     agent_id: str,
-    vector: npt.NDArray[np.float32],
+    vector: Vector,
     k: int,
     where: Sequence[ColumnElement[bool]] = (),
     columns: Sequence[Any] | None = None,
