@@ -162,7 +162,7 @@ _LOCK_COLUMNS = [
 # so it can be HOT (in place, no index insert) when the page has room — and a cluster's
 # members often share a page. A retired row's new version changes ``status`` (indexed) and
 # is never HOT; written first, it would take the page's free space and push the winner's
-# update off the page, which re-inserts the winner into the HNSW index (~1 ms, more once
+# update off the page, which re-inserts the winner into the HNSW index (dearer still once
 # the index outgrows shared_buffers: the superlinear part of this phase).
 _WRITE_ACTIVE = text(
     "UPDATE facts SET confidence = v.confidence, evidence_count = v.evidence_count,"

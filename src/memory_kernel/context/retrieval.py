@@ -262,8 +262,8 @@ class WeightedTerm:
     def too_common(self) -> bool:
         """Contained in more than a fifth of the agent's rows, and in over a thousand: it
         barely tells rows apart, and selecting candidates by it means scoring and sorting
-        most of the agent's memories (80 ms at 60k facts). It still counts in the score of
-        rows the other words (or the vector side) found."""
+        most of the agent's memories, a cost that grows with the store. It still counts in
+        the score of rows the other words (or the vector side) found."""
         return self.rows > _COMMON_ROWS and self.weight < _COMMON_IDF
 
 
@@ -277,13 +277,13 @@ async def term_stats(
     count_rows: bool = True,
 ) -> TermStats:
     """N and each word's document frequency in one statement (a GIN index scan per word).
-    N scans all the agent's visible rows (20-30 ms at 20k facts): ``count_rows=False``
+    N scans all the agent's visible rows (growing with the store): ``count_rows=False``
     leaves it out (``rows`` is then -1) for a caller that knows it already.
 
     The words travel as one array parameter, so the statement has one shape whatever their
     number: built and compiled once per source, not once per word count (SQLAlchemy
-    compiled one subquery per word, tenths of a second of event-loop time for 24 words the
-    first time, ~10 ms every time)."""
+    compiled one subquery per word: event-loop time on every call, and much more the first
+    time a word count was seen)."""
     params = {"agent": agent_id, "floor": min_confidence, "words": list(words)}
     if not words:
         rows = await conn.scalar(_rows_statement(source), params) if count_rows else -1

@@ -56,7 +56,7 @@ SEARCHABLE: dict[str, str] = {
 
 #: Tables whose new rows are *staged*: written with ``indexed = false``, outside the agent
 #: partition's HNSW index, and searched exactly until the indexer (``storage.indexer``)
-#: moves them in. An HNSW insert costs ~5-10 ms of database time at m = 16; staging takes
+#: moves them in. An HNSW insert is the dearest write of the store; staging takes
 #: it off ``learn`` and episode ``end`` (the staged rows of an agent are few and a partial
 #: btree finds them). Turns are written on every ``post_turn``: staged too. Decisions are
 #: few and written rarely: indexed at once.
