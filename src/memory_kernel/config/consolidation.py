@@ -27,7 +27,7 @@ class ConsolidationConfig(Frozen):
         description=(
             "Smaller decays are not written: they accumulate (the decay clock is not reset) "
             "until they matter or cross a retrieval tier. Each write of an active fact re-"
-            "inserts it into the HNSW index, so writing every nightly 1% decay would "
+            "inserts it into the HNSW index (~1 ms), so writing every nightly 1% decay would "
             "cost as much as rebuilding the index."
         ),
     )
