@@ -20,10 +20,9 @@ import argparse
 import asyncio
 import os
 import random
+import sys
 import tempfile
-import time
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -32,6 +31,9 @@ from sqlalchemy import text
 
 from memory_kernel import MemoryKernel, MemoryKernelConfig
 from memory_kernel.models.turns import TurnInput, TurnOutcome
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the probe the tests share
+from tests.loop_probe import max_stall
 
 console = Console()
 MIB = 1024 * 1024
@@ -60,31 +62,6 @@ def make_text(kind: str, size: int, seed: int = 7) -> str:
     return " ".join(words)[:size].strip() or "x"
 
 
-async def _max_stall(work: Callable[[], Awaitable[object]]) -> tuple[float, float]:
-    """The longest gap (s) between wake-ups of a task sleeping 1 ms while ``work`` runs, in
-    wall-clock time and in CPU time of the event loop's thread (the part the loop itself
-    spent computing; the rest is waiting for a CPU or for the interpreter)."""
-    gaps: list[tuple[float, float]] = []
-    done = asyncio.Event()
-
-    async def probe() -> None:
-        last, last_cpu = time.perf_counter(), time.thread_time()
-        while not done.is_set():
-            await asyncio.sleep(0.001)
-            now, cpu = time.perf_counter(), time.thread_time()
-            gaps.append((now - last, cpu - last_cpu))
-            last, last_cpu = now, cpu
-
-    task = asyncio.create_task(probe())
-    await asyncio.sleep(0.01)
-    try:
-        await work()
-    finally:
-        done.set()
-        await task
-    return max((g[0] for g in gaps), default=0.0), max((g[1] for g in gaps), default=0.0)
-
-
 async def one_turn_stall(kernel: MemoryKernel, message: str, response: str) -> tuple[float, float]:
     """Max stall (s; wall clock, loop CPU) of one pre_turn + post_turn of
     ``message``/``response``, the prefetch that post_turn starts included."""
@@ -97,7 +74,7 @@ async def one_turn_stall(kernel: MemoryKernel, message: str, response: str) -> t
         await kernel.post_turn(ctx.turn, TurnOutcome(response_text=response))
         await kernel.context.prefetch.wait()
 
-    return await _max_stall(turn)
+    return await max_stall(turn)
 
 
 async def run(dsn: str | None, sizes: list[int], repeat: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -59,6 +60,22 @@ def schema_config(schema: str, **sections: dict[str, object]) -> MemoryKernelCon
     """A config on ``schema``; a ``storage`` section is merged with the schema name."""
     storage = {"schema_name": schema, **sections.pop("storage", {})}
     return MemoryKernelConfig.from_mapping({"storage": storage, **sections})
+
+
+@asynccontextmanager
+async def scratch_kernel(pg_dsn: str, prefix: str) -> AsyncIterator[MemoryKernel]:
+    """A kernel on a fresh schema ``<prefix>_<random>`` (FrozenClock, FakeEmbedder, no
+    embedding worker), its schema dropped after: for module-scoped fixtures."""
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    config = schema_config(schema, consolidation={"embed_worker": False})
+    async with MemoryKernel.open(
+        pg_dsn, config=config, clock=FrozenClock(), embedder=FakeEmbedder()
+    ) as kernel:
+        try:
+            yield kernel
+        finally:
+            async with kernel.database.transaction() as conn:
+                await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
 
 
 async def open_promotable(pg_dsn: str, schema: str, *, index_worker: bool) -> MemoryKernel:

@@ -13,10 +13,8 @@ gave; the figure itself comes from ``benchmarks/loop_lag.py`` and the slow test 
 
 from __future__ import annotations
 
-import asyncio
 import re
 import threading
-import time
 from collections import Counter
 from collections.abc import Sequence
 from itertools import pairwise
@@ -35,6 +33,7 @@ from memory_kernel.embeddings.hashing import _counts
 from memory_kernel.models.turns import TurnInput, TurnOutcome
 from memory_kernel.runtime import OFF_LOOP_CHARS, off_loop
 from memory_kernel.similarity import collapsed_head, space_pieces
+from tests.loop_probe import max_stall
 
 _WORD = re.compile(r"\w+")
 # Whitespace of every kind, word characters, the final-sigma cases, sentence ends.
@@ -122,29 +121,18 @@ async def test_off_loop_uses_a_thread_only_for_long_texts() -> None:
 
 
 async def _turn_stall(kernel: MemoryKernel, message: str) -> tuple[float, float]:
-    """The longest gap between wake-ups of a task sleeping 1 ms, during one turn of
-    ``message`` (also the response) and its prefetch: wall clock, and CPU of the loop's
-    thread (``benchmarks/loop_lag.py`` measures the same way)."""
-    gaps: list[tuple[float, float]] = []
-    done = asyncio.Event()
-
-    async def probe() -> None:
-        last, last_cpu = time.perf_counter(), time.thread_time()
-        while not done.is_set():
-            await asyncio.sleep(0.001)
-            now, cpu = time.perf_counter(), time.thread_time()
-            gaps.append((now - last, cpu - last_cpu))
-            last, last_cpu = now, cpu
-
-    task = asyncio.create_task(probe())
+    """The longest event-loop stall during one turn of ``message`` (also the response) and
+    its prefetch: wall clock, and CPU of the loop's thread (``benchmarks/loop_lag.py``
+    measures with the same probe)."""
     turn = TurnInput(agent_id="lag", session_id=f"s{len(message)}", message=message,
                      frame="decision")  # fmt: skip
-    ctx = await kernel.pre_turn(turn)
-    await kernel.post_turn(ctx.turn, TurnOutcome(response_text=message))
-    await kernel.context.prefetch.wait()
-    done.set()
-    await task
-    return max(g[0] for g in gaps), max(g[1] for g in gaps)
+
+    async def work() -> None:
+        ctx = await kernel.pre_turn(turn)
+        await kernel.post_turn(ctx.turn, TurnOutcome(response_text=message))
+        await kernel.context.prefetch.wait()
+
+    return await max_stall(work)
 
 
 @pytest.mark.slow

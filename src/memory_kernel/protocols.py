@@ -9,10 +9,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
-
 from memory_kernel.errors import ConfigError
+from memory_kernel.vectors import FloatMatrix as FloatMatrix
 
 if TYPE_CHECKING:  # type-only: protocols stay a leaf module (no import cycles)
     from memory_kernel.models.context import ContextRequest, NodeContent
@@ -25,8 +23,6 @@ __all__ = [
     "SystemClock",
     "TokenCounter",
 ]
-
-FloatMatrix = npt.NDArray[np.float32]
 
 
 @runtime_checkable

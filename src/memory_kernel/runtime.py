@@ -7,10 +7,9 @@ import enum
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ParamSpec, TypeAlias, TypeVar
+from typing import ParamSpec, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.embeddings import embed_checked
@@ -19,11 +18,11 @@ from memory_kernel.judges.base import Judge
 from memory_kernel.protocols import Clock, Embedder
 from memory_kernel.similarity import has_words
 from memory_kernel.storage.database import Database
+from memory_kernel.vectors import Vector
 
 __all__ = ["MISSING", "OFF_LOOP_CHARS", "Missing", "Runtime", "Vector", "off_loop"]
 
 #: An embedding as the library passes it around.
-Vector: TypeAlias = npt.NDArray[np.float32]
 
 _log = logging.getLogger("memory_kernel")
 
@@ -65,7 +64,7 @@ class Runtime:
     config: MemoryKernelConfig
     judge: Judge | None = None
 
-    async def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+    async def embed(self, texts: list[str]) -> Vector:
         """Embed with the configured timeout; failures are ``EmbedderError``, bad vectors
         ``InvalidVectorError``."""
         return await embed_checked(

@@ -15,7 +15,7 @@ import numpy as np
 from memory_kernel.embeddings import HashingEmbedder
 from memory_kernel.errors import JudgeError
 from memory_kernel.judges.base import AdmissionRequest
-from memory_kernel.protocols import FloatMatrix
+from memory_kernel.vectors import FloatMatrix
 
 __all__ = ["FakeEmbedder", "FrozenClock", "ScriptedJudge"]
 

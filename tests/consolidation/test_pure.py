@@ -42,11 +42,7 @@ RULES = ConfidenceRules(decay_per_day=0.01, min_change=0.05, deprecate_below=0.3
 MERGE = MergeRules(merge_similarity=0.85, merge_min_confidence=0.6, ambiguous_similarity=0.75,
                    contradiction_similarity=0.85)  # fmt: skip
 _H = HeartConfig()
-T = RelationThresholds(
-    _H.fact_dedup_similarity, _H.fact_dedup_coverage, _H.fact_dedup_max_novel_words,
-    _H.fact_update_similarity, _H.fact_update_floor, _H.fact_update_shared,
-    _H.fact_contradiction_similarity,
-)  # fmt: skip
+T = RelationThresholds.from_config(_H)
 
 
 def _state(confidence: float, days_ago: float) -> ConfidenceState:

@@ -15,8 +15,8 @@ from memory_kernel import DecidedBy, FactStatus, MemoryKernel
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput, FactMatch
 from memory_kernel.models.turns import TurnInput, TurnOutcome
-from memory_kernel.protocols import FloatMatrix
 from memory_kernel.testing import FakeEmbedder, FrozenClock, ScriptedJudge
+from memory_kernel.vectors import FloatMatrix
 from tests.conftest import QUIET, schema_config
 
 pytestmark = pytest.mark.faults

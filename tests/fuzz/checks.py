@@ -5,10 +5,10 @@ partial write fails the test."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 
 from memory_kernel import MemoryKernel, MemoryKernelError
 
@@ -16,14 +16,21 @@ from memory_kernel import MemoryKernel, MemoryKernelError
 CASES: Counter[str] = Counter()
 
 _TABLES = ("facts", "episodes", "decisions", "memory_events", "kernel_meta", "turn_results")
-# Row count and an order-independent digest of every row: any insert, update or delete shows.
-_DIGEST = text(
-    " UNION ALL ".join(
-        f"SELECT '{t}' AS t, count(*) AS n, coalesce(sum(hashtextextended(r::text, 0)), 0) AS h"
-        f" FROM {t} r"
-        for t in _TABLES
+
+
+def rows_digest(tables: Sequence[str], where: str = "") -> TextClause:
+    """Row count and an order-independent digest of every row of ``tables`` (``where``
+    filtering each): any insert, update or delete shows."""
+    return text(
+        " UNION ALL ".join(
+            f"SELECT '{t}' AS t, count(*) AS n,"
+            f" coalesce(sum(hashtextextended(r::text, 0)), 0) AS h FROM {t} r {where}"
+            for t in tables
+        )
     )
-)
+
+
+_DIGEST = rows_digest(_TABLES)
 
 
 async def digest(kernel: MemoryKernel) -> list[tuple[Any, ...]]:

@@ -8,16 +8,13 @@ the end of the run (docs/reliability.md records it)."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 from hypothesis import HealthCheck, settings
-from sqlalchemy import text
 
 from memory_kernel import MemoryKernel
-from memory_kernel.testing import FakeEmbedder, FrozenClock
-from tests.conftest import schema_config
+from tests.conftest import scratch_kernel
 from tests.fuzz.checks import CASES
 
 _COMMON = {
@@ -67,13 +64,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 async def fuzz_kernel(pg_dsn: str) -> AsyncIterator[MemoryKernel]:
     """One store for the module (opening one per test costs a migration). No background
     worker: between a call's before/after snapshots nothing else writes."""
-    schema = f"fuzz_{uuid.uuid4().hex[:12]}"
-    config = schema_config(schema, consolidation={"embed_worker": False})
-    async with MemoryKernel.open(
-        pg_dsn, config=config, clock=FrozenClock(), embedder=FakeEmbedder()
-    ) as kernel:
-        try:
-            yield kernel
-        finally:
-            async with kernel.database.transaction() as conn:
-                await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    async with scratch_kernel(pg_dsn, "fuzz") as kernel:
+        yield kernel

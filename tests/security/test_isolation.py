@@ -22,8 +22,8 @@ from memory_kernel.models.context import ContextRequest
 from memory_kernel.models.decisions import DecisionInput
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput
-from memory_kernel.testing import FakeEmbedder, FrozenClock
-from tests.conftest import schema_config
+from tests.conftest import scratch_kernel
+from tests.fuzz.checks import rows_digest
 
 WORDS = ["billing", "deploy", "postgres", "team", "release", "owner", "weekly", "service",
          "alert", "backup", "region", "latency", "budget", "review"]  # fmt: skip
@@ -34,30 +34,13 @@ memories = st.lists(
     st.tuples(st.sampled_from(["fact", "pending", "episode", "decision"]), sentence),
     min_size=2, max_size=8,
 )  # fmt: skip
-_ROWS = text(
-    "SELECT 'facts' AS t, count(*) AS n, coalesce(sum(hashtextextended(r::text, 0)), 0) AS h"
-    " FROM facts r WHERE agent_id = :a UNION ALL"
-    " SELECT 'episodes', count(*), coalesce(sum(hashtextextended(r::text, 0)), 0)"
-    " FROM episodes r WHERE agent_id = :a UNION ALL"
-    " SELECT 'decisions', count(*), coalesce(sum(hashtextextended(r::text, 0)), 0)"
-    " FROM decisions r WHERE agent_id = :a UNION ALL"
-    " SELECT 'events', count(*), coalesce(sum(hashtextextended(r::text, 0)), 0)"
-    " FROM memory_events r WHERE agent_id = :a"
-)
+_ROWS = rows_digest(("facts", "episodes", "decisions", "memory_events"), "WHERE agent_id = :a")
 
 
 @pytest.fixture(scope="module")
 async def iso_kernel(pg_dsn: str) -> AsyncIterator[MemoryKernel]:
-    schema = f"iso_{uuid.uuid4().hex[:12]}"
-    config = schema_config(schema, consolidation={"embed_worker": False})
-    async with MemoryKernel.open(
-        pg_dsn, config=config, clock=FrozenClock(), embedder=FakeEmbedder()
-    ) as kernel:
-        try:
-            yield kernel
-        finally:
-            async with kernel.database.transaction() as conn:
-                await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    async with scratch_kernel(pg_dsn, "iso") as kernel:
+        yield kernel
 
 
 async def _rows(kernel: MemoryKernel, agent: str) -> list[tuple[Any, ...]]:

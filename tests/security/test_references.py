@@ -14,15 +14,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import pytest
-from sqlalchemy import text
 
 from memory_kernel import MemoryKernel, NotFoundError
 from memory_kernel.models.decisions import DecisionInput
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput
 from memory_kernel.models.turns import TurnHandle, TurnInput, TurnOutcome
-from memory_kernel.testing import FakeEmbedder, FrozenClock
-from tests.conftest import schema_config
+from tests.conftest import scratch_kernel
 from tests.fuzz.checks import digest
 
 
@@ -39,16 +37,8 @@ class Owned:
 
 @pytest.fixture(scope="module")
 async def ref_kernel(pg_dsn: str) -> AsyncIterator[tuple[MemoryKernel, Owned]]:
-    schema = f"refs_{uuid.uuid4().hex[:12]}"
-    config = schema_config(schema, consolidation={"embed_worker": False})
-    async with MemoryKernel.open(
-        pg_dsn, config=config, clock=FrozenClock(), embedder=FakeEmbedder()
-    ) as kernel:
-        try:
-            yield kernel, await _alice(kernel)
-        finally:
-            async with kernel.database.transaction() as conn:
-                await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    async with scratch_kernel(pg_dsn, "refs") as kernel:
+        yield kernel, await _alice(kernel)
 
 
 async def _alice(kernel: MemoryKernel) -> Owned:

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import any_, bindparam, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -26,10 +24,10 @@ from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.enums import DecidedBy, EventKind, FactStatus, MemoryKind
 from memory_kernel.storage.events import Event
 from memory_kernel.storage.tables import facts
+from memory_kernel.vectors import Vector
 
 __all__ = ["ContradictionUnit", "MergeUnit", "SupersedeUnit", "Unit", "apply_units"]
 
-Vector = npt.NDArray[np.float32]
 _ACTIVE = FactStatus.ACTIVE.value
 
 
@@ -164,7 +162,7 @@ _LOCK_COLUMNS = [
 # so it can be HOT (in place, no index insert) when the page has room — and a cluster's
 # members often share a page. A retired row's new version changes ``status`` (indexed) and
 # is never HOT; written first, it would take the page's free space and push the winner's
-# update off the page, which re-inserts the winner into the HNSW index (~1 ms, more once
+# update off the page, which re-inserts the winner into the HNSW index (dearer still once
 # the index outgrows shared_buffers: the superlinear part of this phase).
 _WRITE_ACTIVE = text(
     "UPDATE facts SET confidence = v.confidence, evidence_count = v.evidence_count,"

@@ -24,10 +24,10 @@ import numpy as np
 import numpy.typing as npt
 
 from memory_kernel.consolidation.plans import Pair
+from memory_kernel.vectors import Vector
 
 __all__ = ["IvfParams", "VectorStore", "candidate_pairs"]
 
-F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 
 
@@ -56,7 +56,7 @@ class VectorStore:
         self.ids: list[uuid.UUID] = []
         self._data: npt.NDArray[np.float16] = np.zeros((max(capacity, 1), dim), np.float16)
 
-    def add(self, ids: Iterable[uuid.UUID], vectors: F32) -> None:
+    def add(self, ids: Iterable[uuid.UUID], vectors: Vector) -> None:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         unit = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
         start, end = len(self.ids), len(self.ids) + len(unit)
@@ -77,11 +77,11 @@ class VectorStore:
     def matrix(self) -> npt.NDArray[np.float16]:
         return self._data[: len(self.ids)]
 
-    def rows(self, index: I64) -> F32:
+    def rows(self, index: I64) -> Vector:
         return self._data[index].astype(np.float32)
 
 
-def _train(store: VectorStore, cells: int, p: IvfParams) -> F32:
+def _train(store: VectorStore, cells: int, p: IvfParams) -> Vector:
     """Coarse centroids: Lloyd iterations (spherical k-means) on a sample."""
     rng = np.random.default_rng(p.seed)
     n = len(store.ids)
@@ -109,7 +109,7 @@ def _groups(owner: I64, cell: I64, cells: int) -> list[I64]:
     return [by_cell[bounds[c] : bounds[c + 1]] for c in range(cells)]
 
 
-def _assign(store: VectorStore, centroids: F32, p: IvfParams) -> tuple[list[I64], list[I64]]:
+def _assign(store: VectorStore, centroids: Vector, p: IvfParams) -> tuple[list[I64], list[I64]]:
     """Per cell: the facts stored there (their nearest cell) and the facts that search it
     (those with the cell among their ``probes`` nearest). A pair is found when one fact's
     cell is among the other's probes: cost n * probes * cell_size, not n * n."""

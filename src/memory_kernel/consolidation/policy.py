@@ -107,7 +107,7 @@ def plan_confidence(
     after = min(1.0, max(0.0, after))
     # Evidence is always written (it extends derived_from); a small decay waits and grows,
     # unless it moves the fact across a retrieval tier. Every write of an active fact
-    # re-inserts it into the HNSW index (about 1 ms), so skipping small ones is what keeps
+    # re-inserts it into the HNSW index, so skipping small ones is what keeps
     # a nightly run proportional to what changed rather than to the size of the store.
     crosses = any((state.confidence >= t) != (after >= t) for t in rules.tiers)
     if not ids and not crosses and abs(state.confidence - after) < rules.min_change:

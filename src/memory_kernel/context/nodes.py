@@ -16,9 +16,6 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from memory_kernel.context.excerpt import excerpt
 from memory_kernel.context.recaller import Recaller
 from memory_kernel.context.retrieval import query_words
@@ -31,10 +28,10 @@ from memory_kernel.models.context import (
     NodeContent,
     Tier,
 )
+from memory_kernel.vectors import Vector
 
 __all__ = ["FunctionNode", "GistsNode", "RecallNode", "WorkingMemoryNode", "format_hit"]
 
-Vector = npt.NDArray[np.float32]
 _DESCRIPTION_CHARS = 120  # the seed's decision line: "- [status] desc[:120] (confidence)"
 
 

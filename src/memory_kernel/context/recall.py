@@ -24,10 +24,10 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from memory_kernel.models.context import MemoryHit, MemorySource
 from memory_kernel.similarity import text_overlap
+from memory_kernel.vectors import Vector
 
 __all__ = [
     "Candidate",
@@ -44,7 +44,6 @@ __all__ = [
 
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
-Vector = npt.NDArray[np.float32]
 
 RRF_K = 60
 

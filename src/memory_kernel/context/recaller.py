@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.context import retrieval
@@ -30,11 +29,11 @@ from memory_kernel.errors import EmbedderError, InvalidVectorError
 from memory_kernel.models.context import MemoryHit, MemorySource
 from memory_kernel.runtime import OFF_LOOP_CHARS, Runtime, off_loop
 from memory_kernel.similarity import has_words
+from memory_kernel.vectors import Vector
 
 __all__ = ["RecallResult", "Recaller"]
 
 _log = logging.getLogger(__name__)
-Vector = npt.NDArray[np.float32]
 _Key = tuple[str, MemorySource, float, str | None]
 # Term statistics (row counts, document frequencies) of an agent with at least this many rows
 # of a table are reused this long; a smaller agent's are counted on every recall.
@@ -113,7 +112,9 @@ class Recaller:
             cfg.turn_confidence if source is MemorySource.TURN else cfg.episode_confidence
         )
         async with self._rt.db.connection() as conn:
-            terms = await self._weights(conn, source, agent_id, words, min_confidence)
+            terms = retrieval.weigh(
+                await self._stats(conn, source, agent_id, words, min_confidence), words
+            )
             found = await retrieval.candidates(
                 conn,
                 source,
@@ -139,18 +140,9 @@ class Recaller:
         recall would use; for inspection and tests)."""
         words = retrieval.query_words(query)
         async with self._rt.db.connection() as conn:
-            return await self._weights(conn, source, agent_id, words, min_confidence)
-
-    async def _weights(
-        self,
-        conn: AsyncConnection,
-        source: MemorySource,
-        agent_id: str,
-        words: list[str],
-        min_confidence: float,
-    ) -> list[retrieval.WeightedTerm]:
-        stats = await self._stats(conn, source, agent_id, words, min_confidence)
-        return retrieval.weigh(stats, words)
+            return retrieval.weigh(
+                await self._stats(conn, source, agent_id, words, min_confidence), words
+            )
 
     async def _query_words(self, query: str) -> list[str]:
         if len(query) <= OFF_LOOP_CHARS:

@@ -17,7 +17,6 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy import (
     ColumnClause,
     ColumnElement,
@@ -45,6 +44,7 @@ from memory_kernel.similarity import space_pieces, word_overlap, words
 from memory_kernel.storage.search import AnyRow, nearest
 from memory_kernel.storage.tables import decisions, episodes, facts, turns
 from memory_kernel.storage.vector import as_array
+from memory_kernel.vectors import Vector
 
 __all__ = [
     "UNRATED",
@@ -56,7 +56,6 @@ __all__ = [
     "weigh",
 ]
 
-Vector = npt.NDArray[np.float32]
 _CURRENT_FACTS = (FactStatus.ACTIVE.value, FactStatus.PENDING_EMBED.value)
 _ENGLISH: ColumnClause[Any] = literal_column("'english'::regconfig")
 # A word in over a fifth (idf < ln 5) of more than this many rows selects no candidates.
@@ -81,6 +80,11 @@ class _Spec:
     extra: tuple[str, ...] = ()
 
 
+def _columns(table: Table, *own: str) -> tuple[Any, ...]:
+    """A source's columns: the id, ``own``, then the metadata and embedding every source has."""
+    return (table.c.id, *(table.c[name] for name in own), table.c.metadata, table.c.embedding)
+
+
 def _fact_where(min_confidence: float) -> list[ColumnElement[bool]]:
     return [facts.c.confidence > min_confidence]
 
@@ -94,14 +98,7 @@ def _episode_text(row: AnyRow) -> str:
 _SPECS: dict[MemorySource, _Spec] = {
     MemorySource.FACT: _Spec(
         table=facts,
-        columns=(
-            facts.c.id,
-            facts.c.content,
-            facts.c.confidence,
-            facts.c.created_at,
-            facts.c.metadata,
-            facts.c.embedding,
-        ),
+        columns=_columns(facts, "content", "confidence", "created_at"),
         where=_fact_where,
         visible=lambda: [facts.c.status.in_(_CURRENT_FACTS)],
         to_text=lambda r: str(r.content),
@@ -109,14 +106,7 @@ _SPECS: dict[MemorySource, _Spec] = {
     ),
     MemorySource.EPISODE: _Spec(
         table=episodes,
-        columns=(
-            episodes.c.id,
-            episodes.c.summary,
-            episodes.c.outcome,
-            episodes.c.started_at,
-            episodes.c.metadata,
-            episodes.c.embedding,
-        ),
+        columns=_columns(episodes, "summary", "outcome", "started_at"),
         where=lambda _m: [episodes.c.status == EpisodeStatus.COMPLETED.value],
         visible=lambda: [episodes.c.admission == AdmissionStatus.ACTIVE.value],
         to_text=_episode_text,
@@ -125,15 +115,7 @@ _SPECS: dict[MemorySource, _Spec] = {
     ),
     MemorySource.DECISION: _Spec(
         table=decisions,
-        columns=(
-            decisions.c.id,
-            decisions.c.description,
-            decisions.c.outcome,
-            decisions.c.confidence,
-            decisions.c.created_at,
-            decisions.c.metadata,
-            decisions.c.embedding,
-        ),
+        columns=_columns(decisions, "description", "outcome", "confidence", "created_at"),
         where=lambda m: [decisions.c.confidence > m],
         visible=lambda: [decisions.c.active.is_(True)],
         to_text=lambda r: str(r.description),
@@ -141,15 +123,7 @@ _SPECS: dict[MemorySource, _Spec] = {
     ),
     MemorySource.TURN: _Spec(
         table=turns,
-        columns=(
-            turns.c.id,
-            turns.c.content,
-            turns.c.role,
-            turns.c.session_id,
-            turns.c.created_at,
-            turns.c.metadata,
-            turns.c.embedding,
-        ),
+        columns=_columns(turns, "content", "role", "session_id", "created_at"),
         where=lambda _m: [],
         visible=lambda: [],
         to_text=lambda r: str(r.content),
@@ -288,8 +262,8 @@ class WeightedTerm:
     def too_common(self) -> bool:
         """Contained in more than a fifth of the agent's rows, and in over a thousand: it
         barely tells rows apart, and selecting candidates by it means scoring and sorting
-        most of the agent's memories (80 ms at 60k facts). It still counts in the score of
-        rows the other words (or the vector side) found."""
+        most of the agent's memories, a cost that grows with the store. It still counts in
+        the score of rows the other words (or the vector side) found."""
         return self.rows > _COMMON_ROWS and self.weight < _COMMON_IDF
 
 
@@ -303,13 +277,13 @@ async def term_stats(
     count_rows: bool = True,
 ) -> TermStats:
     """N and each word's document frequency in one statement (a GIN index scan per word).
-    N scans all the agent's visible rows (20-30 ms at 20k facts): ``count_rows=False``
+    N scans all the agent's visible rows (growing with the store): ``count_rows=False``
     leaves it out (``rows`` is then -1) for a caller that knows it already.
 
     The words travel as one array parameter, so the statement has one shape whatever their
     number: built and compiled once per source, not once per word count (SQLAlchemy
-    compiled one subquery per word, tenths of a second of event-loop time for 24 words the
-    first time, ~10 ms every time)."""
+    compiled one subquery per word: event-loop time on every call, and much more the first
+    time a word count was seen)."""
     params = {"agent": agent_id, "floor": min_confidence, "words": list(words)}
     if not words:
         rows = await conn.scalar(_rows_statement(source), params) if count_rows else -1

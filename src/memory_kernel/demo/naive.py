@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from memory_kernel.protocols import Embedder, TokenCounter
+from memory_kernel.vectors import Vector
 
 __all__ = ["NAIVE_DECISION_FRAMES", "NAIVE_TOP_K", "Injection", "NaiveMemory"]
 
@@ -23,8 +23,6 @@ __all__ = ["NAIVE_DECISION_FRAMES", "NAIVE_TOP_K", "Injection", "NaiveMemory"]
 NAIVE_TOP_K = 5
 #: The frames that recorded a decision for every turn before the gate (seed 009.5).
 NAIVE_DECISION_FRAMES = frozenset({"decision", "task", "debug"})
-
-Vector = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)

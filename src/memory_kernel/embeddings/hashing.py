@@ -21,10 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from memory_kernel.similarity import space_pieces
+from memory_kernel.vectors import FloatMatrix
 
 __all__ = ["HashingEmbedder"]
 
-FloatMatrix = npt.NDArray[np.float32]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
 

@@ -19,16 +19,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 import pydantic
 
 from memory_kernel._openai_http import HTTPBacked, OpenAICompatibleHTTP
 from memory_kernel.embeddings.validation import validate_vectors
 from memory_kernel.errors import ConfigError, EmbedderError
+from memory_kernel.vectors import FloatMatrix
 
 __all__ = ["OpenAICompatibleEmbedder"]
 
-FloatMatrix = npt.NDArray[np.float32]
 
 # Backoff between attempts: 0.1 s, 0.2 s, 0.4 s... capped, so a flaky local server is
 # ridden out quickly without stalling a caller for long.

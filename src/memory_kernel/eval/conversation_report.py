@@ -73,6 +73,20 @@ def _mean(values: Sequence[float | bool | None]) -> float | None:
     return round(sum(present) / len(present), 4) if present else None
 
 
+# What each table column and headline metric reads from a system's scores of a question.
+_PICKS: dict[str, Callable[[Scores], Any]] = {
+    "answer": lambda s: s.answer,
+    "evidence": lambda s: s.coverage,
+    "stale": lambda s: s.stale,
+    "tokens": lambda s: s.tokens,
+}
+_HEADLINE_NAMES = ("answer_in_context", "evidence_coverage", "stale_as_current", "tokens_mean")
+
+
+def _empty(s: Scores) -> bool:
+    return s.empty
+
+
 def _column(
     results: Sequence[QuestionResult], system: str, pick: Callable[[Scores], Any]
 ) -> float | None:
@@ -81,20 +95,14 @@ def _column(
 
 def _row(name: str, results: Sequence[QuestionResult], show: set[str]) -> dict[str, Any]:
     row: dict[str, Any] = {"type": name, "n": len(results)}
-    picks: dict[str, Callable[[Scores], Any]] = {
-        "answer": lambda s: s.answer,
-        "evidence": lambda s: s.coverage,
-        "stale": lambda s: s.stale,
-        "tokens": lambda s: s.tokens,
-    }
-    for metric, pick in picks.items():
+    for metric, pick in _PICKS.items():
         if metric in show:
             for system in SYSTEMS:
                 value = _column(results, system, pick)
                 if metric == "tokens" and value is not None:
                     value = round(value)
                 row[f"{metric} {system}"] = value
-    row["empty ours"] = _column(results, "ours", lambda s: s.empty)
+    row["empty ours"] = _column(results, "ours", _empty)
     return row
 
 
@@ -110,14 +118,8 @@ def _headline(results: Sequence[QuestionResult], budget: int) -> dict[str, float
         "evidence_questions": sum(bool(r.question.evidence) for r in results),
         "stale_questions": sum(bool(r.question.stale_answers) for r in results),
     }
-    picks: dict[str, Callable[[Scores], Any]] = {
-        "answer_in_context": lambda s: s.answer,
-        "evidence_coverage": lambda s: s.coverage,
-        "stale_as_current": lambda s: s.stale,
-        "tokens_mean": lambda s: s.tokens,
-        "empty_context": lambda s: s.empty,
-    }
-    for name, pick in picks.items():
+    picks = [*zip(_HEADLINE_NAMES, _PICKS.values(), strict=True), ("empty_context", _empty)]
+    for name, pick in picks:
         for system in SYSTEMS:
             value = _column(results, system, pick)
             if value is not None:

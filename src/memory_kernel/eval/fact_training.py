@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
 from memory_kernel.config import HeartConfig
 from memory_kernel.eval.kernel_api import (
@@ -40,6 +39,7 @@ from memory_kernel.eval.kernel_api import (
     veto,
 )
 from memory_kernel.protocols import Embedder
+from memory_kernel.vectors import Vector
 
 __all__ = [
     "DevData",
@@ -146,9 +146,7 @@ def read_admission(path: Path) -> list[tuple[str, bool]]:
     return [(str(r["content"]), r["label"] == "admit") for r in _rows(path)]
 
 
-def cross_pairs(
-    pairs: Sequence[LabelledPair], vectors: dict[str, npt.NDArray[np.float32]]
-) -> list[LabelledPair]:
+def cross_pairs(pairs: Sequence[LabelledPair], vectors: dict[str, Vector]) -> list[LabelledPair]:
     """Each statement beside the statements of other rows a learn would compare it with:
     its nearest neighbours by cosine (``CROSS_NEAREST``), plus a few random ones
     (``CROSS_RANDOM``). None of them is an update or a duplicate of it."""
@@ -170,7 +168,7 @@ def cross_pairs(
     return out
 
 
-async def embedded(texts: Sequence[str], embedder: Embedder) -> dict[str, npt.NDArray[np.float32]]:
+async def embedded(texts: Sequence[str], embedder: Embedder) -> dict[str, Vector]:
     from memory_kernel.eval.kernel_api import embed_checked
 
     unique = sorted(set(texts))

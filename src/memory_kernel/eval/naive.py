@@ -11,17 +11,17 @@ which bounds the joined text's count (the counter is subadditive).
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from memory_kernel import Embedder, TokenCounter
 from memory_kernel.eval.dialogues import Dialogue
+from memory_kernel.vectors import FloatMatrix
 
 __all__ = ["NaiveStore"]
 
 _BATCH = 128
 
 
-def _unit_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+def _unit_rows(matrix: FloatMatrix) -> FloatMatrix:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return np.asarray(matrix / np.where(norms == 0, 1.0, norms), dtype=np.float32)
 
@@ -35,7 +35,7 @@ class NaiveStore:
         self.lines: list[str] = []
         self._vectors = np.zeros((0, embedder.dim), dtype=np.float32)
 
-    async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+    async def _embed(self, texts: list[str]) -> FloatMatrix:
         parts = [
             np.asarray(await self._embedder.embed(texts[i : i + _BATCH]), dtype=np.float32)
             for i in range(0, len(texts), _BATCH)

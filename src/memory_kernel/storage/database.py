@@ -218,8 +218,8 @@ class Database:
         fails within about a second with ``ConnectionFailedError``.
         """
         try:
-            # The first attempt outside tenacity: its machinery cost ~0.1 ms per checkout,
-            # on every turn, for the rare case that the server is away.
+            # The first attempt outside tenacity: its machinery would cost every checkout of
+            # every turn something, for the rare case that the server is away.
             return await self._connect()
         except ConnectionFailedError:
             await asyncio.sleep(_CONNECT_BACKOFF_S)

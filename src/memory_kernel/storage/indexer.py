@@ -2,7 +2,7 @@
 
 Facts and episodes are written with ``indexed = false`` (``storage.search.tiers``): searched
 exactly until this module sets the flag, which is when Postgres inserts them into the
-partition's partial HNSW index (5-10 ms of database time per row at m = 16). Only promoted
+partition's partial HNSW index (the dearest write there is, kept off the hooks). Only promoted
 agents have such an index; rows of the shared partition stay staged until their agent is
 promoted, which indexes them in one bulk build.
 

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import Row, TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -39,6 +37,7 @@ from memory_kernel.storage.database import Database
 from memory_kernel.storage.partitions import _execute_formatted
 from memory_kernel.storage.search import hnsw_predicate
 from memory_kernel.storage.tables import PARTITIONED_TABLES, agent_partitions, kernel_meta
+from memory_kernel.vectors import FloatMatrix
 
 __all__ = ["ReembedReport", "abort", "fill", "prepare", "reembed", "remaining", "switch"]
 
@@ -222,7 +221,7 @@ async def _write(
     table: str,
     agent_id: str,
     rows: Sequence[Row[Any]],
-    vectors: npt.NDArray[np.float32],
+    vectors: FloatMatrix,
 ) -> int:
     """Store the new vectors; returns how many rows were handed in (progress)."""
     source = _SOURCE[table]

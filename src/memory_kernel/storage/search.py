@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import (
     ColumnElement,
     Row,
@@ -32,6 +30,8 @@ from sqlalchemy import (
 )
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memory_kernel.vectors import Vector
 
 __all__ = [
     "SEARCHABLE",
@@ -56,7 +56,7 @@ SEARCHABLE: dict[str, str] = {
 
 #: Tables whose new rows are *staged*: written with ``indexed = false``, outside the agent
 #: partition's HNSW index, and searched exactly until the indexer (``storage.indexer``)
-#: moves them in. An HNSW insert costs ~5-10 ms of database time at m = 16; staging takes
+#: moves them in. An HNSW insert is the dearest write of the store; staging takes
 #: it off ``learn`` and episode ``end`` (the staged rows of an agent are few and a partial
 #: btree finds them). Turns are written on every ``post_turn``: staged too. Decisions are
 #: few and written rarely: indexed at once.
@@ -125,7 +125,7 @@ async def nearest(
     table: Table,
     *,
     agent_id: str,
-    vector: npt.NDArray[np.float32],
+    vector: Vector,
     k: int,
     where: Sequence[ColumnElement[bool]] = (),
     columns: Sequence[Any] | None = None,

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy.engine import Dialect
+
+from memory_kernel.vectors import Vector as VectorArray
 
 __all__ = ["Vector", "as_array"]
 
@@ -32,7 +33,7 @@ class Vector(VECTOR):
         return None  # the asyncpg codec already returns numpy arrays
 
 
-def as_array(value: Any) -> npt.NDArray[np.float32] | None:
+def as_array(value: Any) -> VectorArray | None:
     """A stored vector as float32 numpy, ``None`` for none (depending on the driver path,
     pgvector hands back its own ``Vector`` type or an array)."""
     if value is None:

@@ -17,15 +17,7 @@ from memory_kernel.heart.facts.relation import PairRelation, RelationThresholds,
 from memory_kernel.models.facts import LearnAction
 
 CFG = HeartConfig()
-T = RelationThresholds(
-    dedup_similarity=CFG.fact_dedup_similarity,
-    dedup_coverage=CFG.fact_dedup_coverage,
-    dedup_max_novel=CFG.fact_dedup_max_novel_words,
-    update_similarity=CFG.fact_update_similarity,
-    update_floor=CFG.fact_update_floor,
-    update_shared=CFG.fact_update_shared,
-    contradiction_similarity=CFG.fact_contradiction_similarity,
-)
+T = RelationThresholds.from_config(CFG)
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 

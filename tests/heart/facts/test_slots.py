@@ -17,15 +17,7 @@ from memory_kernel.heart.facts.relation import (
 from memory_kernel.heart.facts.slots import statement
 
 CFG = HeartConfig()
-T = RelationThresholds(
-    dedup_similarity=CFG.fact_dedup_similarity,
-    dedup_coverage=CFG.fact_dedup_coverage,
-    dedup_max_novel=CFG.fact_dedup_max_novel_words,
-    update_similarity=CFG.fact_update_similarity,
-    update_floor=CFG.fact_update_floor,
-    update_shared=CFG.fact_update_shared,
-    contradiction_similarity=CFG.fact_contradiction_similarity,
-)
+T = RelationThresholds.from_config(CFG)
 
 
 def test_numbers_after_citation_nouns_and_codes_are_identifiers() -> None:

@@ -185,20 +185,37 @@ async def create(conn: AsyncConnection, row: Mapping[str, Any], event: Event) ->
     return to_episode((await conn.execute(_create(tuple(row)), params)).one()._mapping)
 
 
-def _build_reuse() -> Select[Any]:
-    # Only an episode that is still ongoing is reused (an end may have completed it since
-    # it was read), and its event is written only if it was.
-    touched = (
+def _on_ongoing(changed: str, audited: str, **values: Any) -> Select[Any]:
+    """Update the agent's episode ``_ID`` with ``values`` only while it is still ongoing (an
+    end may have completed it since it was read), and write its event only if it was."""
+    row = (
         episodes.update()
         .where(_c.agent_id == _AGENT, _c.id == _ID, _c.status == EpisodeStatus.ONGOING.value)
-        .values(updated_at=_NOW, indexed=false())
+        .values(**values)
         .returning(*COLUMNS)
-        .cte("touched")
+        .cte(changed)
     )
-    return select(touched).add_cte(event_insert("e_", touched).cte("reused"))
+    return select(row).add_cte(event_insert("e_", row).cte(audited))
 
 
-_REUSE = _build_reuse()
+async def _audited(
+    conn: AsyncConnection,
+    stmt: Select[Any],
+    *,
+    agent_id: str,
+    episode_id: uuid.UUID,
+    now: datetime,
+    event: Event,
+) -> Episode | None:
+    """Run an ``_on_ongoing`` statement: the episode, or ``None`` when it was no longer
+    ongoing (nothing written)."""
+    params = {"agent": agent_id, "episode": episode_id, "now": now}
+    params.update(event_params("e_", event))
+    row = (await conn.execute(stmt, params)).first()
+    return None if row is None else to_episode(row._mapping)
+
+
+_REUSE = _on_ongoing("touched", "reused", updated_at=_NOW, indexed=false())
 
 
 async def reuse(
@@ -206,10 +223,9 @@ async def reuse(
 ) -> Episode | None:
     """Touch the ongoing episode a start duplicates and record the reuse; ``None`` when it is
     no longer ongoing (nothing written)."""
-    params = {"agent": agent_id, "episode": episode_id, "now": now}
-    params.update(event_params("e_", event))
-    row = (await conn.execute(_REUSE, params)).first()
-    return None if row is None else to_episode(row._mapping)
+    return await _audited(
+        conn, _REUSE, agent_id=agent_id, episode_id=episode_id, now=now, event=event
+    )
 
 
 # -- the session's episode, ongoing episodes, abandon ------------------------------------------
@@ -266,23 +282,14 @@ async def ongoing(
     return [to_episode(r._mapping) for r in rows]
 
 
-def _build_abandon() -> Select[Any]:
-    gone = (
-        episodes.update()
-        .where(_c.agent_id == _AGENT, _c.id == _ID, _ONGOING)
-        .values(
-            status=EpisodeStatus.ABANDONED.value,
-            admission=AdmissionStatus.NOT_ADMITTED.value,
-            ended_at=_NOW,
-            updated_at=_NOW,
-        )
-        .returning(*COLUMNS)
-        .cte("gone")
-    )
-    return select(gone).add_cte(event_insert("e_", gone).cte("abandoned"))
-
-
-_ABANDON = _build_abandon()
+_ABANDON = _on_ongoing(
+    "gone",
+    "abandoned",
+    status=EpisodeStatus.ABANDONED.value,
+    admission=AdmissionStatus.NOT_ADMITTED.value,
+    ended_at=_NOW,
+    updated_at=_NOW,
+)
 
 
 async def abandon(
@@ -290,10 +297,9 @@ async def abandon(
 ) -> Episode | None:
     """End an ongoing episode in which no turn was completed: abandoned, never admitted
     (with its audit row); ``None`` when it was no longer ongoing (nothing written)."""
-    params = {"agent": agent_id, "episode": episode_id, "now": now}
-    params.update(event_params("e_", event))
-    row = (await conn.execute(_ABANDON, params)).first()
-    return None if row is None else to_episode(row._mapping)
+    return await _audited(
+        conn, _ABANDON, agent_id=agent_id, episode_id=episode_id, now=now, event=event
+    )
 
 
 # -- turns, use, get ---------------------------------------------------------------------------

@@ -14,11 +14,11 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from memory_kernel.heart.facts.admission import FactAdmission
 from memory_kernel.heart.facts.normalise import TextFeatures, features
 from memory_kernel.models.facts import Fact, FactInput
+from memory_kernel.vectors import Vector
 
 __all__ = ["AgentState", "Candidate", "Found", "Item", "Known", "Prepared", "Waiting"]
 
@@ -33,7 +33,7 @@ class Item(Protocol):
     @property
     def features(self) -> TextFeatures: ...
     @property
-    def vector(self) -> npt.NDArray[np.float32] | None: ...
+    def vector(self) -> Vector | None: ...
 
 
 @dataclass(slots=True)
@@ -45,7 +45,7 @@ class Prepared:
     features: TextFeatures
     admission: FactAdmission
     confidence: float
-    vector: npt.NDArray[np.float32] | None = None
+    vector: Vector | None = None
 
     @property
     def content(self) -> str:
@@ -57,7 +57,7 @@ class Waiting:
     """A pending fact with its new vector, as a batch item."""
 
     fact: Fact
-    vector: npt.NDArray[np.float32]
+    vector: Vector
     # Its subject was settled when it was learned (a pending fact holds its subject): the
     # read looks for similar facts only, never for the fact's own row by its subject.
     subject_key: None = None
@@ -79,7 +79,7 @@ class Known:
     content: str
     subject_key: str | None
     valid_from: datetime
-    vector: npt.NDArray[np.float32] | None
+    vector: Vector | None
     row: dict[str, Any] | None = None  # set for facts created by this batch
 
     @property
@@ -129,7 +129,7 @@ class AgentState:
         self.rows: dict[uuid.UUID, dict[str, Any]] = {}  # rows this batch creates, by id
         # The batch's own facts by their words: what a read finds by text for a stored fact.
         self.new_by_words: dict[tuple[str, ...], list[uuid.UUID]] = {}
-        self._matrix: npt.NDArray[np.float32] | None = None
+        self._matrix: Vector | None = None
 
     def absorb(self, found: Found) -> None:
         """Take in what a read found. A stored fact already known keeps what the batch
@@ -199,7 +199,7 @@ class AgentState:
         known = self.known.get(fact_id)
         return known is not None and known.features.words == words
 
-    def _batch_similar(self, vector: npt.NDArray[np.float32]) -> list[tuple[uuid.UUID, float]]:
+    def _batch_similar(self, vector: Vector) -> list[tuple[uuid.UUID, float]]:
         if self._matrix is None or not self.new_ids:
             return []
         sims = self._matrix[: len(self.new_ids)] @ vector
@@ -207,7 +207,7 @@ class AgentState:
         top = np.argpartition(-sims, want - 1)[:want]
         return [(self.new_ids[i], float(sims[i])) for i in top]
 
-    def _cosine(self, fact_id: uuid.UUID, vector: npt.NDArray[np.float32] | None) -> float | None:
+    def _cosine(self, fact_id: uuid.UUID, vector: Vector | None) -> float | None:
         other = self.known[fact_id].vector
         if other is None or vector is None:
             return None

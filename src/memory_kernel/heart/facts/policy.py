@@ -26,15 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from memory_kernel.heart.facts.candidates import AgentState, Candidate, Known, Prepared, Waiting
 from memory_kernel.heart.facts.normalise import TextFeatures
 from memory_kernel.heart.facts.relation import PairRelation, RelationThresholds, classify_pair
 from memory_kernel.models.base import OutputModel
 from memory_kernel.models.enums import EventKind, FactStatus
 from memory_kernel.models.facts import Fact, LearnAction, LearnOutcome
+from memory_kernel.vectors import Vector
 
 __all__ = [
     "Candidate", "Decided", "FactEvent", "LearnPlan", "NewFact", "PendingReport", "Retirement",
@@ -90,7 +88,7 @@ class Writes:
     derived: dict[uuid.UUID, list[uuid.UUID]] = field(default_factory=dict)
     events: list[FactEvent] = field(default_factory=list)
     # Pending facts given their vector (the embedding queue), and those merged into another.
-    embed: dict[uuid.UUID, npt.NDArray[np.float32]] = field(default_factory=dict)
+    embed: dict[uuid.UUID, Vector] = field(default_factory=dict)
     merge: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from memory_kernel.heart.facts.frames import FrameDiff, abbreviates, compare, may_be_parallel
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
@@ -32,6 +33,9 @@ from memory_kernel.heart.facts.pairs import (
 from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.scorer import LinearScorer, packaged
 from memory_kernel.heart.facts.slots import Statement, statement
+
+if TYPE_CHECKING:
+    from memory_kernel.config import HeartConfig
 
 __all__ = [
     "PairRelation", "PairVerdict", "RelationThresholds", "classify_pair", "default_scorers",
@@ -75,6 +79,21 @@ class RelationThresholds:
     contradiction_similarity: float
     update_scorer: LinearScorer = field(default_factory=lambda: default_scorers()[0])
     duplicate_scorer: LinearScorer = field(default_factory=lambda: default_scorers()[1])
+
+    @classmethod
+    def from_config(cls, cfg: HeartConfig, **scorers: LinearScorer) -> RelationThresholds:
+        """The cut-offs ``cfg`` sets, with ``scorers`` (``update_scorer``,
+        ``duplicate_scorer``) replacing the packaged ones."""
+        return cls(
+            dedup_similarity=cfg.fact_dedup_similarity,
+            dedup_coverage=cfg.fact_dedup_coverage,
+            dedup_max_novel=cfg.fact_dedup_max_novel_words,
+            update_similarity=cfg.fact_update_similarity,
+            update_floor=cfg.fact_update_floor,
+            update_shared=cfg.fact_update_shared,
+            contradiction_similarity=cfg.fact_contradiction_similarity,
+            **scorers,
+        )
 
 
 @dataclass(frozen=True, slots=True)

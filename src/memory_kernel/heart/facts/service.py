@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import TypeVar
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.errors import NotFoundError, ValidationError
@@ -42,6 +41,7 @@ from memory_kernel.similarity import normalise_subject, text_overlap
 from memory_kernel.storage.search import nearest
 from memory_kernel.storage.tables import facts
 from memory_kernel.validation import check_agent_id, check_text, check_unit_interval
+from memory_kernel.vectors import Vector
 
 __all__ = ["MAX_PENDING", "READ_CHUNK", "FactService"]
 
@@ -186,15 +186,8 @@ class FactService:
         return self._rt.config.heart.fact_neighbours
 
     def thresholds(self) -> RelationThresholds:
-        cfg = self._rt.config.heart
-        return RelationThresholds(
-            dedup_similarity=cfg.fact_dedup_similarity,
-            dedup_coverage=cfg.fact_dedup_coverage,
-            dedup_max_novel=cfg.fact_dedup_max_novel_words,
-            update_similarity=cfg.fact_update_similarity,
-            update_floor=cfg.fact_update_floor,
-            update_shared=cfg.fact_update_shared,
-            contradiction_similarity=cfg.fact_contradiction_similarity,
+        return RelationThresholds.from_config(
+            self._rt.config.heart,
             update_scorer=self.scorers.update,
             duplicate_scorer=self.scorers.duplicate,
         )
@@ -303,7 +296,7 @@ class FactService:
             raise ValidationError("k must be an integer between 1 and 1000")
         (vector,) = await self._rt.embed_or_none([query])  # none: the text index still answers
         hits: list[FactSearchHit] = []
-        vectors: dict[uuid.UUID, npt.NDArray[np.float32]] = {}
+        vectors: dict[uuid.UUID, Vector] = {}
         async with self._rt.db.connection() as conn:
             statuses: tuple[str, ...] = store.CURRENT
             if vector is not None:
@@ -333,7 +326,7 @@ class FactService:
         return self._newest_first(hits[:k], vectors)
 
     def _newest_first(
-        self, hits: list[FactSearchHit], vectors: Mapping[uuid.UUID, npt.NDArray[np.float32]]
+        self, hits: list[FactSearchHit], vectors: Mapping[uuid.UUID, Vector]
     ) -> list[FactSearchHit]:
         """Two current values of one slot among the hits: the newer one first, the older
         one marked with it (``recency``)."""

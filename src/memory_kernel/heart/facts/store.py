@@ -18,8 +18,6 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from pgvector import Vector as PgVector
 from sqlalchemy import (
     ColumnElement,
@@ -44,6 +42,7 @@ from memory_kernel.storage import locks
 from memory_kernel.storage.search import knn_sql
 from memory_kernel.storage.tables import episodes, facts
 from memory_kernel.storage.vector import as_array
+from memory_kernel.vectors import Vector
 
 __all__ = [
     "CURRENT",
@@ -81,7 +80,7 @@ def to_fact(row: Row[*tuple[Any, ...]]) -> Fact:
     return row_fact(row._mapping)
 
 
-def vector_of(row: Row[*tuple[Any, ...]]) -> npt.NDArray[np.float32] | None:
+def vector_of(row: Row[*tuple[Any, ...]]) -> Vector | None:
     """The vector of a row read with :data:`SEARCH_COLUMNS`."""
     return as_array(row.embedding)
 
