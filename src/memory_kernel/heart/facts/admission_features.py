@@ -66,7 +66,9 @@ _DEFINITIONAL = re.compile(
     r"type|the \w+ of)\b"
 )
 _INNER_NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w-]*")
-_CODE = re.compile(r"`[^`]+`|\w+[_./@]\w+|\b[A-Z]{2,}\b|\w*\d\w*[A-Za-z]\w*|[A-Za-z]+-\d")
+# Codes and identifiers: `quoted`, dotted/underscored names, capitals, letter-digit mixes,
+# and numbers with a leading zero ("006", "0042"), which number things, never count them.
+_CODE = re.compile(r"`[^`]+`|\w+[_./@]\w+|\b[A-Z]{2,}\b|\w*\d\w*[A-Za-z]\w*|[A-Za-z]+-\d|\b0\d+\b")
 
 
 _NOT_NAMES = (
@@ -129,9 +131,10 @@ def admission_features(text: str) -> dict[str, float]:
         and not (value_of(first) is not None or user_subject)
     )
     personal = any(w in _PERSONAL for w in words)
+    numbered = any(re.fullmatch(r"0\d+", w) for w in words)
     return {
-        # The speaker ("I", "we") is a referent as specific as a name.
-        "content_words": min(len(content) + personal, 2) / 2,
+        # The speaker ("I", "we") and an identifier ("006") are referents, like a name.
+        "content_words": min(len(content) + personal + numbered, 2) / 2,
         "names": min(len(names), 3) / 3,
         "named_subject": float(named),
         "values": min(values, 3) / 3,

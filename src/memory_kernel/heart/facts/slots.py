@@ -338,7 +338,7 @@ def statement(text: str) -> Statement:
         is_code = (
             has_digit and any(c.isalpha() for c in low) and not _AMPM.match(low)
             and not _ORDINAL.match(low)
-        )  # fmt: skip
+        ) or bool(re.fullmatch(r"0\d+", low))  # "006" numbers a thing  # fmt: skip
         if prev in _CITATION and (has_digit or len(low) <= 3) and low not in FUNCTION_WORDS:
             identifiers.add(_identifier(low))
             items.append(("id", _identifier(low), token))
