@@ -277,7 +277,9 @@ def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff | None) -> 
     """Two statements with other values or another identifier never say the same (values
     compared as said, ``Statement.value_keys``; identifiers up to abbreviation), nor two
     that share under a third of their words."""
-    if old.question != new.question or old.value_keys() != new.value_keys():
+    if old.question != new.question or old.irrealis != new.irrealis:
+        return False  # a question, a condition or a report never restates a statement
+    if old.value_keys() != new.value_keys():
         return False
     if content_overlap(old, new) < _RESTATED_OVERLAP:
         return False
