@@ -85,7 +85,10 @@ def _check_totals(result: DemoResult) -> None:
     t = result.totals
     assert t.naive_tokens == sum(x.naive_tokens for x in result.turns)
     assert t.kernel_tokens == sum(x.kernel_tokens for x in result.turns)
-    assert t.tokens_saved == t.naive_tokens - t.kernel_tokens > 0
+    # Not "> 0" any more: the kernel also recalls what was said in past sessions (issue 22:
+    # the conversation is memory and the budget is filled by relevance), which the naive
+    # top-5 store has no notion of; the seed problems above are what the demo shows.
+    assert t.tokens_saved == t.naive_tokens - t.kernel_tokens
     assert t.kernel_current < t.naive_stored
     assert t.turns == len(result.turns)
     assert t.kernel_turns_with_memory_io < t.naive_turns_with_memory_io

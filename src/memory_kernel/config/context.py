@@ -28,8 +28,9 @@ class ContextConfig(Frozen):
         ge=1,
         le=100,
         description=(
-            'Memories a node offers at least (the seed\'s "top 3-5"), if they are about the '
-            "query (fill_similarity_ratio); more when the token budget has room for them."
+            'Memories a node offers at least (the seed\'s "top 3-5"; turns only if they are '
+            "about the query, fill_similarity_ratio); facts and turns offer more, about the "
+            "query, when the token budget has room for them."
         ),
     )
     passive_max_items: int = Field(
@@ -48,11 +49,12 @@ class ContextConfig(Frozen):
         ge=0.0,
         le=1.0,
         description=(
-            "A recall node offers only memories at least this share as similar to the query "
-            "as its best one: the budget is filled with what is about the query, and a small "
-            "store's unrelated memories stay out (0: fill with anything). Dev conversations and"
-            " LoCoMo conv-26, turns shown as 400-character excerpts: 0.1 answered 0.962/0.347 "
-            "at 880/983 tokens, 0.2 0.955/0.347 at 745/980; 0.5 loses a tenth of the answers."
+            "Beyond passive_limit (for turns: from the first), a recall node offers only "
+            "memories at least this share as similar to the query as its best one: the "
+            "budget is filled with what is about the query, and a small store's unrelated "
+            "memories stay out (0: fill with anything). Dev conversations and LoCoMo conv-26,"
+            " turns shown as 400-character excerpts: 0.1 answered 0.962/0.347 at 880/983 "
+            "tokens, 0.2 0.955/0.347 at 745/980; 0.5 loses a tenth of the answers."
         ),
     )
     candidate_pool: int = Field(

@@ -116,9 +116,10 @@ class RecallNode:
         limit: int | None = None,
         session_id: str | None = None,
     ) -> tuple[NodeContent, int]:
-        """The section (at most ``limit`` items, default the node's, each about the query:
-        at least ``fill_similarity_ratio`` as similar as the best), and how many decisions
-        were removed as near-duplicates. The turns node leaves out the turns of
+        """The section (at most ``limit`` items, default the node's; beyond the node's own
+        limit — for turns from the first — each about the query: at least
+        ``fill_similarity_ratio`` as similar as the best), and how many decisions were
+        removed as near-duplicates. The turns node leaves out the turns of
         ``session_id``: they are the conversation the host is having, in its own window."""
         result = await self._recaller.recall(
             self.source,
@@ -127,8 +128,9 @@ class RecallNode:
             vector=vector,
             limit=self._limit if limit is None or not self.fills else max(self._limit, limit),
             min_confidence=self._min_confidence,
-            # Only memories about the query fill the budget (``recall.relevant_fill``).
-            keep=0,
+            # The seed's top few memories always; beyond them (and for turns, raw and many,
+            # from the first) only what is about the query (``recall.relevant_fill``).
+            keep=0 if self.source is MemorySource.TURN else self._limit,
             exclude_session=session_id,
         )
         items = tuple(ContextItem(text=self._line(h, query), hit=h) for h in result.hits)

@@ -71,6 +71,7 @@ class Candidate:
     lexical: float = 0.0  # IDF-weighted query-word matches (0: none or no query words)
     outcome: str | None = None  # decisions only
     metadata: dict[str, Any] = field(default_factory=dict)
+    supersedes: tuple[str, ...] = ()  # facts: the older versions' texts (context.replaced)
 
 
 def recency(created_at: datetime, now: datetime, *, half_life_days: float) -> float:
@@ -150,6 +151,7 @@ def rank_candidates(
                 created_at=c.created_at,
                 outcome=c.outcome,
                 metadata=c.metadata,
+                supersedes=c.supersedes,
             )
         )
     hits.sort(key=lambda h: (-h.score, str(h.id)))

@@ -25,6 +25,8 @@ from memory_kernel.context.recall import (
     rank_candidates,
     relevant_fill,
 )
+from memory_kernel.context.replaced import replaced_texts
+from memory_kernel.context.stale import demote_replaced
 from memory_kernel.errors import EmbedderError, InvalidVectorError
 from memory_kernel.models.context import MemoryHit, MemorySource
 from memory_kernel.runtime import OFF_LOOP_CHARS, Runtime, off_loop
@@ -127,6 +129,11 @@ class Recaller:
                 default_confidence=default_confidence,
                 exclude_session=exclude_session,
             )
+            if source is MemorySource.FACT and found:
+                older = await replaced_texts(
+                    conn, agent_id=agent_id, fact_ids=[c.id for c in found]
+                )
+                found = [replace(c, supersedes=tuple(older.get(c.id, ()))) for c in found]
         # The share of the query's keyword weight a memory holds: comparable across nodes
         # (each table has its own frequencies), where "of the best candidate" made every
         # node's best look like a full match.
@@ -266,4 +273,7 @@ class Recaller:
         batches = await asyncio.gather(
             *(self._load(s, agent_id, query, vector, min_confidence, limit) for s in sources)
         )
-        return self.select([c for batch in batches for c in batch], limit=limit)
+        result = self.select([c for batch in batches for c in batch], limit=limit)
+        # A current fact ranks above the older turns and episodes that state a value it
+        # replaced (context.stale).
+        return RecallResult(demote_replaced(result.hits), result.deduplicated)

@@ -77,6 +77,11 @@ class MemoryHit(OutputModel):
     created_at: datetime
     outcome: str | None = None  # decisions: their outcome (``None``: pending)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: Facts: the texts of the older versions this fact replaced, newest first.
+    supersedes: tuple[str, ...] = ()
+    #: Turns and episodes: the recalled current fact that replaced a value this one states
+    #: (it is ranked below that fact, and shown dated with a note; ``context.stale``).
+    replaced_by: uuid.UUID | None = None
 
 
 class ContextItem(OutputModel):
