@@ -12,6 +12,8 @@ is built on other connections:
 
 ``post_turn(TurnHandle, TurnOutcome) -> TurnResult`` — one unit of work, all or nothing:
 
+0. ``remember`` tool results become facts (``learn``: admission, dedup, supersession),
+   prepared and embedded before the unit, learned in it;
 1. ``record_decision`` tool results are recorded explicitly (``brain.record`` path, any
    frame, no filter); a deliberation of the same turn is abandoned, so the decision is
    not stored twice;
@@ -51,6 +53,7 @@ from memory_kernel.cognitive.informational import (
 from memory_kernel.context.engine import ContextEngine, request_from_turn
 from memory_kernel.errors import ValidationError
 from memory_kernel.heart import Heart
+from memory_kernel.heart.facts.tool import remember_inputs
 from memory_kernel.models.context import AssembledContext
 from memory_kernel.models.decisions import Decision, DecisionInput, GateStats
 from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind, Stakes
@@ -243,6 +246,8 @@ class CognitiveLayer:
     async def post_turn(self, turn: TurnHandle, outcome: TurnOutcome) -> TurnResult:
         """Record what the turn decided (through the gate) and update the episode, atomically."""
         explicit_inputs = explicit_decisions(turn, outcome)
+        # remember tool calls: validated and embedded now, learned in the unit below.
+        remembered = await self._heart.facts.prepare(remember_inputs(turn, outcome))
         verdict = classify_response(
             outcome.response_text,
             frame=turn.frame,
@@ -275,6 +280,7 @@ class CognitiveLayer:
                 await self._brain.add(d, embedding=v)
                 for d, v in zip(explicit_inputs, vectors, strict=True)
             ]
+            learned = await self._heart.facts.learn_prepared(remembered)
             if report_event is not None:  # the context report, for `memory-kernel inspect`
                 await write_events(conn, [report_event])
             await turns.record(
@@ -295,7 +301,8 @@ class CognitiveLayer:
                 session_id=turn.session_id,
                 turns=[turn.message, outcome.response_text],
             )
-        return self._observe_post(turn, explicit, result)
+        done = self._observe_post(turn, explicit, result)
+        return done.model_copy(update={"remembered": learned}) if learned else done
 
     async def _settle(
         self,
