@@ -24,7 +24,7 @@ _EXAMPLE = {"string": DESCRIPTION, "number": 0.75, "integer": 1}
 
 def _schema(kernel: MemoryKernel) -> dict[str, Any]:
     by_name = {s["function"]["name"]: s for s in kernel.tool_schemas()}
-    assert set(by_name) == {"search_memory", "record_decision"}
+    assert set(by_name) == {"search_memory", "record_decision", "remember"}
     schema = by_name["record_decision"]
     assert schema["type"] == "function"
     assert set(schema["function"]) == {"name", "description", "parameters"}

@@ -230,7 +230,8 @@ async def test_search_memory_validates_and_searches_both(
 
 
 def test_tool_schemas_have_the_common_function_shape() -> None:
-    schema, decision = ContextEngine.tool_schemas()
+    schema, decision, remember = ContextEngine.tool_schemas()
+    assert remember["function"]["name"] == "remember"  # tests/cognitive check it
     assert decision["function"]["name"] == "record_decision"  # tests/cognitive check it
     assert schema["type"] == "function"
     function = schema["function"]

@@ -49,6 +49,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("storage/reembed.py", "hnsw_predicate(table)"): "a fixed predicate per table",
     ("storage/reembed.py", "source"): "a fixed text column per table (_SOURCE)",
     ("storage/migrations/versions/0004_staged_rows.py", "create"): "built by format(%I)",
+    ("storage/migrations/versions/0008_turns.py", "int(dim)"): "kernel_meta's dimension, an int",
     ("storage/migrations/versions/0004_staged_rows.py", "with_options"): "pg_class reloptions",
     ("storage/migrations/versions/0004_staged_rows.py", "predicate"): "frozen constant predicates",
     ("storage/indexer.py", "partition"): "agent_partitions: partition_name(), a hex digest",

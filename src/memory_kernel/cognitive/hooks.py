@@ -13,7 +13,9 @@ is built on other connections:
 ``post_turn(TurnHandle, TurnOutcome) -> TurnResult`` — one unit of work, all or nothing:
 
 0. the turn is claimed (``turn_results``, by ``TurnHandle.turn_id``): a handle already
-   recorded returns its first result and writes nothing, so a retry is safe;
+   recorded returns its first result and writes nothing, so a retry is safe; ``remember``
+   tool results become facts (``learn``: admission, dedup, supersession), prepared and
+   embedded before the unit, learned in it;
 1. ``record_decision`` tool results are recorded explicitly (``brain.record`` path, any
    frame, no filter); a deliberation of the same turn is abandoned, so the decision is
    not stored twice;
@@ -55,6 +57,7 @@ from memory_kernel.cognitive.informational import (
 from memory_kernel.context.engine import ContextEngine, request_from_turn
 from memory_kernel.errors import ValidationError
 from memory_kernel.heart import Heart
+from memory_kernel.heart.facts.tool import remember_inputs
 from memory_kernel.models.context import AssembledContext
 from memory_kernel.models.decisions import Decision, DecisionInput, GateStats
 from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind, Stakes
@@ -249,6 +252,8 @@ class CognitiveLayer:
     async def post_turn(self, turn: TurnHandle, outcome: TurnOutcome) -> TurnResult:
         """Record what the turn decided (through the gate) and update the episode, atomically."""
         explicit_inputs = explicit_decisions(turn, outcome)
+        # remember tool calls: validated and embedded now, learned in the unit below.
+        remembered = await self._heart.facts.prepare(remember_inputs(turn, outcome))
         # Layer 1 may read all of a long response: off the event loop then.
         verdict = await off_loop(
             len(outcome.response_text),
@@ -298,6 +303,7 @@ class CognitiveLayer:
                     report.decision_id, agent_id=turn.agent_id,
                     outcome=report.outcome, note=report.note,
                 )  # fmt: skip
+            learned = await self._heart.facts.learn_prepared(remembered)
             if report_event is not None:  # the context report, for `memory-kernel inspect`
                 await write_events(conn, [report_event])
             await turns.record(
@@ -312,6 +318,8 @@ class CognitiveLayer:
                 agent_id=turn.agent_id, episode_id=turn.episode_id
             )
             recorded = self._turn_result(turn, explicit, result)
+            if learned:
+                recorded = recorded.model_copy(update={"remembered": learned})
             await turn_results.save(
                 conn, agent_id=turn.agent_id, turn_id=turn.turn_id, result=recorded
             )

@@ -12,6 +12,7 @@ from typing import Any
 from memory_kernel.brain.tool import record_decision_schema
 from memory_kernel.context.recaller import Recaller
 from memory_kernel.errors import ValidationError
+from memory_kernel.heart.facts.tool import remember_schema
 from memory_kernel.models.context import MemoryHit, MemorySource, SearchType
 from memory_kernel.validation import check_agent_id, check_text
 
@@ -67,7 +68,8 @@ async def search_memory(
 def tool_schemas() -> list[dict[str, Any]]:
     """The tools the agent can call, in the common function-calling shape
     (``{"type": "function", "function": {"name", "description", "parameters"}}``):
-    ``search_memory`` and ``record_decision`` (whose calls go back through ``post_turn``).
+    ``search_memory``, ``record_decision`` and ``remember`` (whose calls go back through
+    ``post_turn``).
     The host supplies ``agent_id`` (and the turn) itself; the model never chooses them."""
     return [
         {
@@ -110,4 +112,5 @@ def tool_schemas() -> list[dict[str, Any]]:
             },
         },
         record_decision_schema(),
+        remember_schema(),
     ]

@@ -15,6 +15,7 @@ from memory_kernel.models.base import InputModel, OutputModel, ReturnedModel
 from memory_kernel.models.context import MAX_TOKEN_BUDGET, ContextReport
 from memory_kernel.models.decisions import MAX_DECISION_BYTES, Decision, OutcomeReport
 from memory_kernel.models.enums import Stakes
+from memory_kernel.models.facts import LearnOutcome
 from memory_kernel.validation import (
     check_agent_id,
     check_json,
@@ -290,6 +291,8 @@ class TurnResult(OutputModel):
     episode_id: uuid.UUID
     decision: Decision | None = None
     explicit: list[Decision] = Field(default_factory=list)
+    #: What became of the turn's ``remember`` tool calls, in order.
+    remembered: list[LearnOutcome] = Field(default_factory=list)
     skipped: SkipReason | None = None
     layer: int | None = None
     reason: str | None = None

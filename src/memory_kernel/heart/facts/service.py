@@ -114,20 +114,29 @@ class FactService:
         ``batch``: any iterable of ``FactInput`` (a list, a generator…), read once.
         All or nothing: one unit of work (the caller's, when one is open), decided in chunks
         of 1000 facts; embedding happens before it opens."""
+        return await self.learn_prepared(await self.prepare(batch))
+
+    async def prepare(self, batch: Iterable[FactInput]) -> list[list[Prepared]]:
+        """Validate and embed ``batch`` (in chunks), for :meth:`learn_prepared`: a caller
+        that will learn inside its own unit of work prepares before opening it, so no
+        embedder call happens while the unit is open."""
         batch = _as_batch(batch)
-        chunks = [
+        return [
             await self._prepare(batch[i : i + DECIDE_CHUNK])
             for i in range(0, len(batch), DECIDE_CHUNK)
         ]
+
+    async def learn_prepared(self, chunks: Sequence[Sequence[Prepared]]) -> list[LearnOutcome]:
+        """Learn what :meth:`prepare` made ready; joins a caller's open unit of work."""
         if not chunks:
             return []
-        agents = {f.agent_id for f in batch}
+        agents = {p.input.agent_id for chunk in chunks for p in chunk}
         outcomes: list[LearnOutcome] = []
         async with self._rt.db.transaction() as conn:
             await store.lock_agents(conn, agents)
-            await _check_derived(conn, batch)
+            await _check_derived(conn, [p.input for chunk in chunks for p in chunk])
             for prepared in chunks:
-                outcomes += await self._learn_chunk(conn, prepared)
+                outcomes += await self._learn_chunk(conn, list(prepared))
         # New facts wait, staged, for the index worker. (In a caller's unit this is noted
         # before it commits: a worker round that finds nothing yet leaves them to its next.)
         self._rt.db.staged.note("facts", agents)

@@ -1,0 +1,94 @@
+"""The ``remember`` tool: the model stores a fact on purpose.
+
+Like ``record_decision``, the host runs nothing: it reports the model's call in
+``TurnOutcome.tool_results`` and ``post_turn`` learns the fact in the turn's unit of work —
+through fact admission, dedup and supersession like any ``learn`` (a ``subject`` makes the
+supersession exact: the newest fact of a subject is the current one). The fact records where
+it came from: the turn's episode (``derived_from``) and ``metadata`` (``source: remember``,
+the session). The schema and the arguments read back are built from one table here, so they
+cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memory_kernel.errors import ValidationError
+from memory_kernel.models.facts import FactInput
+from memory_kernel.models.turns import TurnHandle, TurnOutcome
+
+__all__ = ["REMEMBER_OPTIONAL", "REMEMBER_TOOL", "remember_inputs", "remember_schema"]
+
+REMEMBER_TOOL = "remember"
+#: The arguments post_turn copies into the FactInput (``content`` is required).
+REMEMBER_OPTIONAL = ("subject", "confidence")
+
+_PROPERTIES: dict[str, dict[str, Any]] = {
+    "content": {
+        "type": "string",
+        "minLength": 1,
+        "description": (
+            "The fact, as one self-contained statement (e.g. 'The user's sister Noor lives in "
+            "Manchester')."
+        ),
+    },
+    "subject": {
+        "type": "string",
+        "description": (
+            "What the fact is about, the same words each time (e.g. 'sister Noor city'): a "
+            "newer fact of the same subject replaces the older one."
+        ),
+    },
+    "confidence": {
+        "type": "number",
+        "minimum": 0.0,
+        "maximum": 1.0,
+        "description": "How sure you are, from 0 to 1 (default 0.7).",
+    },
+}
+
+
+def remember_schema() -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": REMEMBER_TOOL,
+            "description": (
+                "Remember a fact for later conversations: something the user told you about "
+                "themselves, their plans or preferences, or a change to something you knew. "
+                "Everything said is kept anyway; use this for what must be known as current."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": _PROPERTIES,
+                "required": ["content"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def remember_inputs(turn: TurnHandle, outcome: TurnOutcome) -> list[FactInput]:
+    """The facts of the turn's successful ``remember`` tool calls."""
+    found = []
+    for result in _calls(outcome.tool_results):
+        args = dict(result.arguments)
+        content = args.pop("content", None) or result.output
+        if not isinstance(content, str) or not content.strip():
+            raise ValidationError("a remember tool result carries no content")
+        known = {k: args[k] for k in REMEMBER_OPTIONAL if args.get(k) is not None}
+        found.append(
+            FactInput(
+                agent_id=turn.agent_id,
+                content=content,
+                derived_from=(turn.episode_id,),
+                metadata={"source": REMEMBER_TOOL, "session_id": turn.session_id},
+                **known,
+            )
+        )
+    return found
+
+
+def _calls(results: Sequence[Any]) -> list[Any]:
+    return [r for r in results if r.tool_name.casefold() == REMEMBER_TOOL and not r.is_error]
