@@ -42,6 +42,7 @@ from memory_kernel.errors import (
     EmbedderError,
     EmbedderMismatchError,
     ExtensionMissingError,
+    ExtractorError,
     InvalidVectorError,
     JudgeError,
     MemoryKernelError,
@@ -120,6 +121,7 @@ from memory_kernel.models.episodes import (
     EpisodeInput,
     EpisodeStart,
 )
+from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
 from memory_kernel.models.facts import (
     Fact,
     FactInput,
@@ -143,6 +145,7 @@ from memory_kernel.protocols import (
     Clock,
     ContextNodeProvider,
     Embedder,
+    FactExtractor,
     SystemClock,
     TokenCounter,
 )
@@ -206,8 +209,12 @@ __all__ = [
     "EstimatingTokenCounter",
     "EventKind",
     "ExtensionMissingError",
+    "ExtractedFact",
+    "ExtractionTurn",
+    "ExtractorError",
     "Fact",
     "FactChain",
+    "FactExtractor",
     "FactInput",
     "FactMatch",
     "FactSearchHit",

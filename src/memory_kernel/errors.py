@@ -28,6 +28,7 @@ __all__ = [
     "EmbedderError",
     "EmbedderMismatchError",
     "ExtensionMissingError",
+    "ExtractorError",
     "InvalidVectorError",
     "JudgeError",
     "MemoryKernelError",
@@ -61,6 +62,11 @@ class NotFoundError(MemoryKernelError, LookupError):
 
 class EmbedderError(MemoryKernelError):
     """The embedder failed: it raised, timed out or returned an unusable answer."""
+
+
+class ExtractorError(MemoryKernelError):
+    """The fact extractor failed: it raised, timed out or returned an unusable answer. The
+    turns stay queued and are tried again."""
 
 
 class EmbedderMismatchError(EmbedderError):

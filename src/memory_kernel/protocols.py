@@ -14,12 +14,14 @@ from memory_kernel.vectors import FloatMatrix as FloatMatrix
 
 if TYPE_CHECKING:  # type-only: protocols stay a leaf module (no import cycles)
     from memory_kernel.models.context import ContextRequest, NodeContent
+    from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
 
 __all__ = [
     "CheckedClock",
     "Clock",
     "ContextNodeProvider",
     "Embedder",
+    "FactExtractor",
     "SystemClock",
     "TokenCounter",
 ]
@@ -106,3 +108,16 @@ class ContextNodeProvider(Protocol):
     def name(self) -> str: ...
 
     async def fetch(self, request: ContextRequest) -> NodeContent: ...
+
+
+@runtime_checkable
+class FactExtractor(Protocol):
+    """Finds facts in what was said. ``extract`` gets turns of one agent, oldest first, and
+    returns one list of ``ExtractedFact`` per turn, in the same order (empty: nothing worth
+    keeping). It runs off the hot path (the extraction queue); it may raise anything: the
+    kernel wraps failures into ``ExtractorError`` and retries the turns later."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def extract(self, turns: Sequence[ExtractionTurn]) -> list[list[ExtractedFact]]: ...

@@ -1,0 +1,64 @@
+"""What a :class:`memory_kernel.protocols.FactExtractor` reads and returns.
+
+The kernel hands an extractor the turns of one agent's conversation, oldest first (the
+earlier turns of a batch are context for the later ones), and learns what comes back through
+``learn_many`` (admission, dedup, supersession) with provenance to the turn and its episode.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+from pydantic import StrictFloat, field_validator
+
+from memory_kernel.models.base import InputModel, OutputModel
+from memory_kernel.models.facts import MAX_FACT_BYTES
+from memory_kernel.validation import check_text, check_unit_interval
+
+__all__ = ["ExtractedFact", "ExtractionTurn"]
+
+_MAX_SUBJECT_BYTES = 1024
+
+
+class ExtractionTurn(OutputModel):
+    """One stored turn, as an extractor sees it."""
+
+    agent_id: str
+    session_id: str
+    turn_id: uuid.UUID
+    episode_id: uuid.UUID | None
+    role: Literal["user", "assistant"]
+    text: str
+    said_at: datetime
+
+
+class ExtractedFact(InputModel):
+    """A fact an extractor found in one turn.
+
+    ``content`` is a self-contained statement ("The user's sister Noor lives in Manchester.");
+    ``subject`` is the slot it sets ("user sister Noor city"), so a later value of the same
+    slot supersedes it exactly; ``None`` leaves the slot to the kernel's own parsing.
+    """
+
+    content: str
+    subject: str | None = None
+    confidence: StrictFloat = 0.7
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        return check_text(value, field="content", max_bytes=MAX_FACT_BYTES)
+
+    @field_validator("subject")
+    @classmethod
+    def _subject(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return check_text(value, field="subject", max_bytes=_MAX_SUBJECT_BYTES, allow_empty=True)
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, value: float) -> float:
+        return check_unit_interval(value, field="confidence")
