@@ -9,8 +9,8 @@ returns the stored result and writes nothing.
 
 Not partitioned: one small row per turn, always reached by its primary key.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-11-24
 """
 

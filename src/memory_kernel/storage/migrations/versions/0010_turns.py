@@ -9,8 +9,8 @@ turns when it ends).
 A store whose embedder is already recorded gets the new ``embedding`` column typed with its
 dimension here (``Database.bind_embedder`` types the columns only on a store's first open).
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-11-25
 """
 
