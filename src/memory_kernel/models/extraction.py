@@ -13,13 +13,11 @@ from typing import Literal
 
 from pydantic import StrictFloat, field_validator
 
-from memory_kernel.models.base import InputModel, OutputModel
-from memory_kernel.models.facts import MAX_FACT_BYTES
-from memory_kernel.validation import check_text, check_unit_interval
+from memory_kernel.models.base import OutputModel
+from memory_kernel.models.facts import Statement
+from memory_kernel.validation import check_unit_interval
 
 __all__ = ["ExtractedFact", "ExtractionTurn"]
-
-_MAX_SUBJECT_BYTES = 1024
 
 
 class ExtractionTurn(OutputModel):
@@ -34,7 +32,7 @@ class ExtractionTurn(OutputModel):
     said_at: datetime
 
 
-class ExtractedFact(InputModel):
+class ExtractedFact(Statement):
     """A fact an extractor found in one turn.
 
     ``content`` is a self-contained statement ("The user's sister Noor lives in Manchester.");
@@ -42,21 +40,7 @@ class ExtractedFact(InputModel):
     slot supersedes it exactly; ``None`` leaves the slot to the kernel's own parsing.
     """
 
-    content: str
-    subject: str | None = None
     confidence: StrictFloat = 0.7
-
-    @field_validator("content")
-    @classmethod
-    def _content(cls, value: str) -> str:
-        return check_text(value, field="content", max_bytes=MAX_FACT_BYTES)
-
-    @field_validator("subject")
-    @classmethod
-    def _subject(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        return check_text(value, field="subject", max_bytes=_MAX_SUBJECT_BYTES, allow_empty=True)
 
     @field_validator("confidence")
     @classmethod

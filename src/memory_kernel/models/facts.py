@@ -55,23 +55,12 @@ class FactMatch(StrEnum):
     TEXT = "text"  # full-text match, for facts still waiting for an embedding
 
 
-class FactInput(InputModel):
-    """A fact to learn. Only ``agent_id`` and ``content`` are required."""
+class Statement(InputModel):
+    """What a fact says, validated alike wherever a statement comes in (``FactInput``, an
+    extractor's ``ExtractedFact``)."""
 
-    agent_id: str
     content: str
     subject: str | None = None
-    category: str | None = None
-    confidence: StrictFloat | None = None  # None: HeartConfig.default_confidence
-    explicit: bool = False  # the caller insists: skip the admission gate
-    defer_embedding: bool = False  # store now as pending_embed; consolidation embeds it
-    derived_from: tuple[uuid.UUID, ...] = ()
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("agent_id")
-    @classmethod
-    def _agent(cls, value: str) -> str:
-        return check_agent_id(value)
 
     @field_validator("content")
     @classmethod
@@ -84,6 +73,23 @@ class FactInput(InputModel):
         if value is None:
             return None
         return check_text(value, field="subject", max_bytes=_MAX_SUBJECT_BYTES, allow_empty=True)
+
+
+class FactInput(Statement):
+    """A fact to learn. Only ``agent_id`` and ``content`` are required."""
+
+    agent_id: str
+    category: str | None = None
+    confidence: StrictFloat | None = None  # None: HeartConfig.default_confidence
+    explicit: bool = False  # the caller insists: skip the admission gate
+    defer_embedding: bool = False  # store now as pending_embed; consolidation embeds it
+    derived_from: tuple[uuid.UUID, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("agent_id")
+    @classmethod
+    def _agent(cls, value: str) -> str:
+        return check_agent_id(value)
 
     @field_validator("category")
     @classmethod
