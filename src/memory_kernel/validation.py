@@ -23,6 +23,7 @@ __all__ = [
     "check_json_text",
     "check_mode",
     "check_text",
+    "check_texts",
     "check_unit_interval",
 ]
 
@@ -32,6 +33,10 @@ MAX_METADATA_BYTES = 64 * 1024
 #: Deepest nesting of a JSON value (metadata, signals): deeper is an attack, not data.
 MAX_JSON_DEPTH = 32
 MAX_MODE_CHARS = 64
+#: Most items of a list of texts (``recent_messages``, ``tool_results``, ``gists``).
+MAX_TEXT_ITEMS = 1000
+#: Most characters of such a list, all items together.
+MAX_TEXT_ITEMS_CHARS = 4 * 1024 * 1024
 # The usual id: printable ASCII without spaces (the fast path of check_agent_id).
 _ASCII_ID = re.compile(r"[\x21-\x7e]+")
 # Default-ignorable code points outside the format (Cf) category: they render as nothing,
@@ -65,6 +70,18 @@ def check_text(value: str, *, field: str, max_bytes: int, allow_empty: bool = Fa
     if not allow_empty and not value.strip():
         raise ValidationError(f"{field} is empty")
     return value
+
+
+def check_texts(values: list[str], *, field: str, max_bytes: int) -> list[str]:
+    """``values`` unchanged if every item is storable text (empty allowed) of at most
+    ``max_bytes``, with at most ``MAX_TEXT_ITEMS`` items and ``MAX_TEXT_ITEMS_CHARS`` in all."""
+    if len(values) > MAX_TEXT_ITEMS:
+        raise ValidationError(f"{field} has {len(values)} items, more than {MAX_TEXT_ITEMS}")
+    for item in values:
+        check_text(item, field=field, max_bytes=max_bytes, allow_empty=True)
+    if sum(map(len, values)) > MAX_TEXT_ITEMS_CHARS:
+        raise ValidationError(f"{field} holds more than {MAX_TEXT_ITEMS_CHARS} characters")
+    return values
 
 
 def check_agent_id(value: str, *, field: str = "agent_id") -> str:

@@ -21,6 +21,7 @@ from tests.fuzz.checks import digest
 
 KIB = 1024
 MIB = 1024 * KIB
+FULL = "m" * MIB  # one message at its 1 MiB limit
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -117,10 +118,14 @@ def _handle(**changes: Any) -> dict[str, Any]:
         lambda: TurnHandle.model_validate(_handle(agent_id="a\n")),
         lambda: TurnInput(agent_id="a", session_id="s", message="Hi", signals={"v": "s" * MIB}),
         lambda: ToolResult(tool_name="record_decision", arguments={"description": "d" * MIB}),
+        lambda: TurnInput(agent_id="a", session_id="s", message="Hi", recent_messages=["m"] * 1001),
+        # Five messages of 1 MiB: each within its limit, more than 4 Mi characters together.
+        lambda: TurnInput(agent_id="a", session_id="s", message="H", recent_messages=[FULL] * 5),
     ],
     ids=["fact-metadata", "fact-metadata-escaped", "fact-derived-from", "decision-metadata",
          "episode-metadata", "references-total", "artifacts-total", "handle-frame-50MB",
-         "handle-message-5MB", "handle-frame-json", "handle-id", "signals", "tool-arguments"],
+         "handle-message-5MB", "handle-frame-json", "handle-id", "signals", "tool-arguments",
+         "recent-count", "recent-total"],
 )  # fmt: skip
 def test_each_field_has_a_size_limit(build: Any) -> None:
     with pytest.raises(ValidationError):
@@ -133,6 +138,8 @@ def test_limits_are_inclusive() -> None:
     FactInput(agent_id="a", content="x is y", derived_from=[uuid.uuid4()] * 1000)
     EpisodeEndInput(agent_id="a", outcome="done", references=["r" * (64 * KIB)] * 16)
     TurnHandle.model_validate(_handle(frame="f" * 200, message="m" * MIB))
+    TurnInput(agent_id="a", session_id="s", message="Hi", recent_messages=["m" * MIB] * 4)
+    TurnInput(agent_id="a", session_id="s", message="Hi", recent_messages=["m"] * 1000)
 
 
 # -- 3. metadata that is no JSON -------------------------------------------------------

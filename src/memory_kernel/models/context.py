@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field, StrictInt, field_validator
 
 from memory_kernel.models.base import InputModel, OutputModel
-from memory_kernel.validation import check_agent_id, check_json, check_mode, check_text
+from memory_kernel.validation import check_agent_id, check_json, check_mode, check_text, check_texts
 
 __all__ = [
     "AssembledContext",
@@ -185,13 +185,11 @@ class ContextRequest(InputModel):
     @field_validator("recent_messages", "tool_results")
     @classmethod
     def _texts(cls, value: list[str], info: Any) -> list[str]:
-        for item in value:
-            check_text(item, field=info.field_name, max_bytes=_MAX_TEXT_BYTES, allow_empty=True)
-        return value
+        return check_texts(value, field=info.field_name, max_bytes=_MAX_TEXT_BYTES)
 
     @field_validator("gists")
     @classmethod
     def _gists(cls, value: list[str] | None) -> list[str] | None:
-        for item in value or ():
-            check_text(item, field="gists", max_bytes=_MAX_TEXT_BYTES, allow_empty=True)
-        return value
+        return (
+            None if value is None else check_texts(value, field="gists", max_bytes=_MAX_TEXT_BYTES)
+        )

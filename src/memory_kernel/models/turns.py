@@ -22,6 +22,7 @@ from memory_kernel.validation import (
     check_json_text,
     check_mode,
     check_text,
+    check_texts,
     check_unit_interval,
 )
 
@@ -129,9 +130,7 @@ class TurnInput(InputModel):
     @field_validator("recent_messages")
     @classmethod
     def _recent(cls, value: list[str]) -> list[str]:
-        for item in value:
-            check_text(item, field="recent_messages", max_bytes=MAX_TURN_BYTES, allow_empty=True)
-        return value
+        return check_texts(value, field="recent_messages", max_bytes=MAX_TURN_BYTES)
 
 
 class TurnHandle(ReturnedModel):
