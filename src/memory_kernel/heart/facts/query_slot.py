@@ -19,8 +19,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memory_kernel.heart.facts.normalise import stem
 from memory_kernel.heart.facts.pairs import PAIR_FEATURES, covered
-from memory_kernel.heart.facts.slots import GENERIC, Statement, statement, stem_is_verb
+from memory_kernel.heart.facts.slots import GENERIC, Statement, statement
 
 __all__ = [
     "QUERY_FEATURES", "READ_FEATURES", "Query", "answers", "query_features", "query_view",
@@ -58,6 +59,29 @@ _ASKED: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
         ),
         (r"\b(what|which)\b", frozenset({"name", "identifier"})),
     )
+)
+# Auxiliaries and light verbs a question is built with, and words too common to name a
+# slot (as stems, the form statements keep their words in).
+_LIGHT = (
+    frozenset(
+        stem(w)
+        for w in (
+            "is",
+            "are",
+            "was",
+            "were",
+            "be",
+            "do",
+            "does",
+            "did",
+            "have",
+            "has",
+            "had",
+            "get",
+        )
+    )
+    | GENERIC
+    | frozenset(stem(w) for w in GENERIC)
 )
 _QUESTION_WORDS = frozenset(
     [
@@ -97,9 +121,10 @@ def query_view(text: str) -> Query:
             asked = kinds
             break
     parsed = statement(text)
+    # The verbs stay ("which day do we deploy"): a question's verb often names the slot.
     content = frozenset(
         w for w in parsed.content | frozenset(parsed.names)
-        if w not in GENERIC and w not in _QUESTION_WORDS and not stem_is_verb(w) and w != "i"
+        if w not in _QUESTION_WORDS and w not in _LIGHT and w != "i"
     )  # fmt: skip
     return Query(text=text, content=content, asked=asked)
 
