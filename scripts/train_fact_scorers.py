@@ -1,4 +1,4 @@
-"""Fit the learned fact scorers (update, duplicate, admission) on the development data and
+"""Fit the learned fact scorers (update, duplicate, admission, read) on the development data and
 write the weights the package ships (``src/memory_kernel/heart/facts/weights/*.json``).
 
     python scripts/train_fact_scorers.py --dev ../shared/eval/dev [--embedder hashing]
@@ -31,10 +31,11 @@ async def fitted(dev: Path, embedder_name: str) -> list[dict[str, object]]:
     try:
         update = await ft.fit_pairs("update", data.pairs, embedder, data.files)
         duplicate = await ft.fit_pairs("duplicate", data.pairs, embedder, data.files)
+        read = await ft.fit_pairs("read", data.pairs, embedder, data.files)
     finally:
         await close_embedder(embedder)
     rows = [*data.admission, *ft.statements_of(data.pairs)]
-    models = [update, duplicate, ft.admission_scorer(rows, data.files)]
+    models = [update, duplicate, ft.admission_scorer(rows, data.files), read]
     sources = {"embedder": embedder.name, "script": "scripts/train_fact_scorers.py"}
     docs = []
     for model in models:

@@ -40,7 +40,8 @@ def test_ku_mixed_file_cross_validated_with_the_update_scorer(
     report = _cv("ku", ku_mixed, tmp_path / "ku.json", 2)
     assert report["metrics"]["update_pairs"] == 2 and report["metrics"]["distinct_pairs"] == 2
     assert set(report["targets"]) == {
-        "newest_value_at_1_rate", "stale_still_active", "wrongly_superseded_rate",
+        "newest_value_at_1_rate", "stale_still_active", "stale_presented_as_current",
+        "wrongly_superseded_rate",
     }  # fmt: skip
     # Stratified by label: every fold holds one update and one distinct pair.
     metrics = report["cv"]["metrics"]
@@ -49,10 +50,11 @@ def test_ku_mixed_file_cross_validated_with_the_update_scorer(
         1,
     ]
     assert len(metrics["wrongly_superseded_rate"]["folds"]) == 2
-    # The update scorer is fitted per fold (on one pair of each label here).
+    # The update (write time) and read scorers are fitted per fold (one pair of each label).
     fitted = [row["fitted"] for row in report["tables"]["cross-validation folds"]]
-    assert len(fitted) == 2 and all("write" in f for f in fitted)
-    assert "update scorer" in report["cv"]["fitted"]
+    assert len(fitted) == 2 and all("write" in f and "read:" in f for f in fitted)
+    assert "update and read scorer" in report["cv"]["fitted"]
+    assert "wrongly_dated_at_read" in metrics and "stale_presented_as_current" in metrics
     assert "shared_retired_by_other_pair" not in metrics  # the shared run is dev only
 
 

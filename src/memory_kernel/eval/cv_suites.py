@@ -22,14 +22,13 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.eval import admission, dedup, gate, ku
 from memory_kernel.eval._metrics import binary_metrics
 from memory_kernel.eval.cv import CvSetup
-from memory_kernel.eval.fact_models import ScorerClassifier, admission_fit, pair_fit
+from memory_kernel.eval.fact_models import Fitted, ScorerClassifier, admission_fit, pair_fit
 from memory_kernel.eval.fact_training import LabelledPair
 from memory_kernel.eval.fittable import (
     SuiteRules,
     ThresholdClassifier,
 )
 from memory_kernel.eval.gate_model import FittedGate, LearnedGate
-from memory_kernel.eval.kernel_api import LinearScorer
 from memory_kernel.eval.sweep import SWEEPS, parse_values
 from memory_kernel.protocols import Embedder
 
@@ -68,7 +67,7 @@ def _dedup(data: Path, embedder: Embedder) -> CvSetup[dedup.Pair, Any]:
     rules = SuiteRules(decide=decide, score=dedup.score, key=lambda pair: pair.id)
     labels = ["same" if p.same else "apart" for p in pairs]
     if kind == "pairs":
-        fit_rows, note = pair_fit("duplicate", data, embedder, _dedup_pair)
+        fit_rows, note = pair_fit(("duplicate",), data, embedder, _dedup_pair)
         model = ScorerClassifier(rules, name="duplicate", fit_rows=fit_rows, note=note)
         return CvSetup(pairs, labels, model, "label (same / apart)")
     param, grid = grid_with_default("dedup")
@@ -83,7 +82,7 @@ def _admission_row(row: admission.Row) -> tuple[str, bool]:
     return str(row["content"]), row["label"] == "admit"
 
 
-def _admission(data: Path, embedder: Embedder) -> CvSetup[admission.Row, LinearScorer]:
+def _admission(data: Path, embedder: Embedder) -> CvSetup[admission.Row, Fitted]:
     rows = admission.load_rows(data)
 
     async def decide(chosen: Sequence[admission.Row], config: MemoryKernelConfig) -> list[bool]:
@@ -97,10 +96,11 @@ def _admission(data: Path, embedder: Embedder) -> CvSetup[admission.Row, LinearS
 
 
 def _ku_pair(pair: ku.KuPair) -> LabelledPair:
-    return LabelledPair(pair.id, pair.old_fact, pair.new_fact, pair.label == "update", False)
+    update = pair.label == "update"
+    return LabelledPair(pair.id, pair.old_fact, pair.new_fact, update, False, pair.topic)
 
 
-def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, LinearScorer]:
+def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, Fitted]:
     pairs = ku.load_pairs(data)
 
     async def decide(chosen: Sequence[ku.KuPair], config: MemoryKernelConfig) -> list[ku.KuCheck]:
@@ -108,8 +108,9 @@ def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, LinearScorer]:
 
     rules = SuiteRules(decide=decide, score=ku.score, key=lambda pair: pair.id)
     labels = [p.label for p in pairs]
-    fit_rows, note = pair_fit("update", data, embedder, _ku_pair)
-    model = ScorerClassifier(rules, name="update", fit_rows=fit_rows, note=note)
+    # Write time (the update scorer) and read time (the read scorer) are fitted together.
+    fit_rows, note = pair_fit(("update", "read"), data, embedder, _ku_pair)
+    model = ScorerClassifier(rules, name="update and read", fit_rows=fit_rows, note=note)
     return CvSetup(pairs, labels, model, "label (update / distinct)")
 
 

@@ -23,10 +23,13 @@ from memory_kernel.eval.fittable import SuiteRules
 from memory_kernel.eval.kernel_api import LinearScorer
 from memory_kernel.protocols import Embedder
 
-__all__ = ["ScorerClassifier", "admission_fit", "pair_fit"]
+__all__ = ["Fitted", "ScorerClassifier", "admission_fit", "pair_fit"]
 
 Row = TypeVar("Row")
 Decision = TypeVar("Decision")
+#: What one fold fits: one scorer, or several (the ``ku`` suite fits the update scorer and
+#: the read scorer), each written as ``<name>.json`` for the kernel to load.
+Fitted = tuple[LinearScorer, ...]
 
 
 class ScorerClassifier(Generic[Row, Decision]):
@@ -34,7 +37,7 @@ class ScorerClassifier(Generic[Row, Decision]):
 
     def __init__(
         self, rules: SuiteRules[Row, Decision], *, name: str,
-        fit_rows: Callable[[Sequence[Row]], Awaitable[LinearScorer]], note: str,
+        fit_rows: Callable[[Sequence[Row]], Awaitable[Fitted]], note: str,
         config: MemoryKernelConfig | None = None,
     ) -> None:  # fmt: skip
         self._rules = rules
@@ -46,22 +49,27 @@ class ScorerClassifier(Generic[Row, Decision]):
     async def prepare(self, rows: Sequence[Row]) -> None:
         return None
 
-    async def fit(self, train: Sequence[Row]) -> LinearScorer:
+    async def fit(self, train: Sequence[Row]) -> Fitted:
         return await self._fit_rows(train)
 
-    async def evaluate(self, rows: Sequence[Row], params: LinearScorer) -> Metrics:
+    async def evaluate(self, rows: Sequence[Row], params: Fitted) -> Metrics:
         with tempfile.TemporaryDirectory(prefix="mk-scorer-") as folder:
-            doc = params.to_json()
-            (Path(folder) / f"{self._name}.json").write_text(json.dumps(doc), "utf-8")
+            for scorer in params:
+                doc = scorer.to_json()
+                (Path(folder) / f"{scorer.name}.json").write_text(json.dumps(doc), "utf-8")
             config = _with_dir(self._config, folder)
             decisions = await self._rules.decide(rows, config)
         return self._rules.score(rows, decisions)
 
-    def describe(self, params: LinearScorer) -> str:
-        trained = params.trained_on
-        size = trained.get("pairs", trained.get("rows", "?"))
-        cut = ", ".join(f"{k} {v:g}" for k, v in params.thresholds.items())
-        return f"{size} rows ({trained.get('positives', '?')} positive), {cut}"
+    def describe(self, params: Fitted) -> str:
+        described = []
+        for scorer in params:
+            trained = scorer.trained_on
+            size = trained.get("pairs", trained.get("rows", "?"))
+            cut = ", ".join(f"{k} {v:g}" for k, v in scorer.thresholds.items())
+            positives = trained.get("positives", "?")
+            described.append(f"{scorer.name}: {size} rows ({positives} positive), {cut}")
+        return "; ".join(described)
 
 
 def _with_dir(config: MemoryKernelConfig, folder: str) -> MemoryKernelConfig:
@@ -70,22 +78,23 @@ def _with_dir(config: MemoryKernelConfig, folder: str) -> MemoryKernelConfig:
 
 
 def pair_fit(
-    kind: str, data: Path, embedder: Embedder, labelled: Callable[[Row], LabelledPair]
-) -> tuple[Callable[[Sequence[Row]], Awaitable[LinearScorer]], str]:
-    """How a fold fits the ``update`` or ``duplicate`` scorer: its training rows plus the
-    other development files; and a note on what those are."""
+    kinds: Sequence[str], data: Path, embedder: Embedder, labelled: Callable[[Row], LabelledPair]
+) -> tuple[Callable[[Sequence[Row]], Awaitable[Fitted]], str]:
+    """How a fold fits the ``update``, ``duplicate`` or ``read`` scorers (``kinds``): on
+    its training rows plus the other development files; and a note on what those are."""
     rest = DevData.read(data.parent.parent, exclude=data)
 
-    async def fit_rows(train: Sequence[Row]) -> LinearScorer:
+    async def fit_rows(train: Sequence[Row]) -> Fitted:
         pairs = [*(labelled(row) for row in train), *rest.pairs]
-        return await fit_pairs(kind, pairs, embedder, [data.name, *rest.files])
+        sources = [data.name, *rest.files]
+        return tuple([await fit_pairs(kind, pairs, embedder, sources) for kind in kinds])
 
     return fit_rows, _note(rest)
 
 
 def admission_fit(
     data: Path, text_label: Callable[[Row], tuple[str, bool]]
-) -> tuple[Callable[[Sequence[Row]], Awaitable[LinearScorer]], str]:
+) -> tuple[Callable[[Sequence[Row]], Awaitable[Fitted]], str]:
     """How a fold fits the admission scorer: its training rows, the other admission file
     and the statements of the pair files (all facts worth keeping)."""
     from memory_kernel.eval.fact_training import statements_of
@@ -93,8 +102,8 @@ def admission_fit(
     rest = DevData.read(data.parent.parent, exclude=data)
     extra = [*rest.admission, *statements_of(rest.pairs)]
 
-    async def fit_rows(train: Sequence[Row]) -> LinearScorer:
-        return admission_scorer([*(text_label(row) for row in train), *extra], rest.files)
+    async def fit_rows(train: Sequence[Row]) -> Fitted:
+        return (admission_scorer([*(text_label(row) for row in train), *extra], rest.files),)
 
     return fit_rows, _note(rest)
 

@@ -114,6 +114,7 @@ class LabelledPair:
     new: str
     update: bool | None  # None: not an update question (a dedup pair)
     same: bool | None  # None: not a dedup question (a knowledge-update pair)
+    topic: str | None = None  # the question both answer (knowledge-update pairs)
 
 
 def _rows(path: Path) -> list[dict[str, object]]:
@@ -126,7 +127,8 @@ def read_ku(path: Path) -> list[LabelledPair]:
         key = str(row.get("id", row.get("qi")))
         label = str(row.get("label") or "update")
         out.append(LabelledPair(f"{path.name}:{key}", str(row["old_fact"]),
-                                str(row["new_fact"]), label == "update", False))  # fmt: skip
+                                str(row["new_fact"]), label == "update", False,
+                                str(row["topic"]) if row.get("topic") else None))  # fmt: skip
     return out
 
 
@@ -184,8 +186,14 @@ async def cosine_of(pairs: Sequence[LabelledPair], embedder: Embedder) -> dict[s
 async def fit_pairs(
     kind: str, pairs: Sequence[LabelledPair], embedder: Embedder, sources: Sequence[str] = ()
 ) -> LinearScorer:
-    """The ``update`` or ``duplicate`` scorer fitted on ``pairs`` and their cross pairs."""
+    """The ``update`` or ``duplicate`` scorer fitted on ``pairs`` and their cross pairs, or
+    the ``read`` scorer on the pairs with a topic (``eval/read_training.py``)."""
     at = await embedded([t for p in pairs for t in (p.old, p.new)], embedder)
+    if kind == "read":
+        from memory_kernel.eval.read_training import read_scorer
+
+        queries = await embedded([p.topic for p in pairs if p.topic], embedder)
+        return read_scorer(pairs, at, queries, sources)
     every = [*pairs, *cross_pairs(pairs, at)]
     cosines = {p.key: float(np.dot(at[p.old], at[p.new])) for p in every}
     fit = update_scorer if kind == "update" else duplicate_scorer

@@ -24,9 +24,18 @@ from memory_kernel.heart.facts.admission_features import (
 from memory_kernel.heart.facts.normalise import features
 from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features, topic_anchor
 from memory_kernel.heart.facts.polarity import flip_reason
-from memory_kernel.heart.facts.relation import may_be_duplicate, scored_stage, veto
+from memory_kernel.heart.facts.query_slot import READ_FEATURES, query_view
+from memory_kernel.heart.facts.read_resolution import QueryContext, query_tied, read_features
+from memory_kernel.heart.facts.relation import (
+    RelationThresholds,
+    may_be_duplicate,
+    ruled_update,
+    scored_stage,
+    veto,
+)
 from memory_kernel.heart.facts.scorer import LinearScorer, load_scorer
 from memory_kernel.heart.facts.scorer import fit as fit_scorer
+from memory_kernel.heart.facts.slots import statement
 from memory_kernel.kernel import MemoryKernel
 from memory_kernel.models.facts import Fact, FactInput, LearnAction, LearnOutcome
 from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome, TurnResult
@@ -35,6 +44,7 @@ from memory_kernel.testing import FrozenClock
 __all__ = [
     "ADMISSION_FEATURES",
     "PAIR_FEATURES",
+    "READ_FEATURES",
     "DecisionScorer",
     "Fact",
     "FactInput",
@@ -43,6 +53,8 @@ __all__ = [
     "LearnOutcome",
     "LinearScorer",
     "MemoryKernel",
+    "QueryContext",
+    "RelationThresholds",
     "ToolResult",
     "TurnInput",
     "TurnOutcome",
@@ -58,7 +70,12 @@ __all__ = [
     "load_scorer",
     "may_be_duplicate",
     "pair_features",
+    "query_tied",
+    "query_view",
+    "read_features",
+    "ruled_update",
     "scored_stage",
+    "statement",
     "topic_anchor",
     "veto",
 ]

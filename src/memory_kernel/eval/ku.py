@@ -9,10 +9,13 @@ file may mix both.
 Headline run: each pair in an agent of its own (so a pair's result does not depend on the
 other pairs): learn old, a day later learn new, then
 
-- update pairs: ``newest_value_at_1`` (a recall for the topic returns the new fact first)
-  and ``stale_still_active`` (the old fact is still current);
-- distinct pairs: ``wrongly_superseded`` (the old fact, admitted, is no longer current) and
-  ``wrongly_merged`` (the new fact was merged into the old one as a duplicate).
+- update pairs: ``newest_value_at_1`` (a recall for the topic returns the new fact first),
+  ``stale_still_active`` (write time: the old fact is still current) and
+  ``stale_presented_as_current`` (read time: the old fact is still current, recalled for
+  the topic, and not marked as replaced by the new one, ``FactSearchHit.newer_value``);
+- distinct pairs: ``wrongly_superseded`` (the old fact, admitted, is no longer current),
+  ``wrongly_merged`` (the new fact was merged into the old one as a duplicate) and
+  ``wrongly_dated_at_read`` (the old fact, still current, recalled marked as replaced).
 
 A second run puts all pairs in one shared agent (old facts first, then new ones), which also
 counts facts retired by a fact of another pair — over-eager supersession.
@@ -66,6 +69,15 @@ class KuCheck(NamedTuple):
     new_action: str  # the LearnAction of the new fact
     old_status: str
     top: str
+    # Read time: the old fact among the topic's hits, and whether it came marked as replaced
+    # by a newer value (``FactSearchHit.newer_value``, the read-time resolution).
+    old_shown: bool = False
+    old_dated: bool = False
+
+    @property
+    def presented_as_current(self) -> bool:
+        """The old fact is recalled for the topic and nothing marks it as out of date."""
+        return self.old_current and self.old_shown and not self.old_dated
 
     @property
     def merged(self) -> bool:
@@ -118,6 +130,7 @@ async def _check(
     for agent, pair, (old, new) in zip(agent_of, pairs, learned, strict=True):
         hits = await facts.search(agent, pair.topic, k=5)
         after = await facts.get(old.fact.id, agent_id=agent)
+        old_hit = next((h for h in hits if h.fact.id == old.fact.id), None)
         checks.append(KuCheck(
             top_is_new=bool(hits) and hits[0].fact.id == new.fact.id,
             old_current=after.is_current,
@@ -125,6 +138,8 @@ async def _check(
             new_action=new.action.value,
             old_status=after.status.value,
             top=hits[0].fact.content if hits else "",
+            old_shown=old_hit is not None,
+            old_dated=old_hit is not None and old_hit.newer_value == new.fact.id,
         ))  # fmt: skip
     return checks
 
@@ -163,6 +178,9 @@ def score(pairs: Sequence[KuPair], checks: Sequence[KuCheck], *, prefix: str = "
         metrics[f"{prefix}newest_value_at_1"] = newest
         metrics[f"{prefix}newest_value_at_1_rate"] = _rate(newest, len(updates))
         metrics[f"{prefix}stale_still_active"] = sum(c.old_current for c in updates)
+        metrics[f"{prefix}stale_presented_as_current"] = sum(
+            c.presented_as_current for c in updates
+        )
     if distinct:
         retired = sum(c.old_admitted and not c.old_current for c in distinct)
         merged = sum(c.merged for c in distinct)
@@ -170,6 +188,9 @@ def score(pairs: Sequence[KuPair], checks: Sequence[KuCheck], *, prefix: str = "
         metrics[f"{prefix}wrongly_superseded_rate"] = _rate(retired, len(distinct))
         metrics[f"{prefix}wrongly_merged"] = merged
         metrics[f"{prefix}wrongly_merged_rate"] = _rate(merged, len(distinct))
+        dated = sum(c.old_current and c.old_dated for c in distinct)
+        metrics[f"{prefix}wrongly_dated_at_read"] = dated
+        metrics[f"{prefix}wrongly_dated_at_read_rate"] = _rate(dated, len(distinct))
     if not prefix:
         metrics["old_not_admitted"] = sum(not c.old_admitted for c in checks)
     return metrics
@@ -179,7 +200,7 @@ def _table(pairs: Sequence[KuPair], checks: Sequence[KuCheck]) -> list[dict[str,
     return [
         {"id": p.id, "label": p.label, "kind": p.kind, "top_is_new": c.top_is_new,
          "old_active": c.old_current, "old_status": c.old_status, "new_action": c.new_action,
-         "top": c.top}
+         "old_dated": c.old_dated, "top": c.top}
         for p, c in zip(pairs, checks, strict=True)
     ]  # fmt: skip
 

@@ -43,6 +43,8 @@ TARGETS: dict[str, dict[str, str]] = {
     "ku": {
         "newest_value_at_1_rate": ">= 0.9",
         "stale_still_active": "0",
+        # Read time (issue 21 allows resolving there): no stale value recalled unmarked.
+        "stale_presented_as_current": "0",
         "wrongly_superseded_rate": "<= 0.02",  # look-alike pairs: the older fact retired
     },
 }

@@ -137,3 +137,24 @@ def test_reordered_and_abbreviated_restatements_are_duplicates() -> None:
         "The user's partner works for the NHS.",
     )
     assert _relation(*abbreviated) is PairRelation.DUPLICATE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # A numeronym whose last letter is an "s" (not a plural).
+        ("The cluster is managed with Kubernetes.", "The cluster is managed with k8s."),
+        # One word of a span abbreviated, the next one shortened.
+        ("The warehouse is Snowflake 8 and the repository is GitHub.",
+         "The warehouse is Snowflake 8 and the repo is GitHub."),
+        ("The database is MariaDB 11.", "The DB is MariaDB 11."),
+    ],
+)  # fmt: skip
+def test_a_word_abbreviated_inside_a_span_is_the_same_word(old: str, new: str) -> None:
+    assert compare(statement(old), statement(new)).same
+    assert _relation(old, new) is PairRelation.DUPLICATE
+
+
+def test_an_abbreviation_of_another_word_is_not_the_same_word() -> None:
+    old, new = "The database is MariaDB 11.", "The CDN is MariaDB 11."
+    assert not compare(statement(old), statement(new)).same

@@ -114,7 +114,18 @@ def _equivalent(a: list[Item], b: list[Item]) -> bool:
         return [i[1] for i in a] == [i[1] for i in b]
     if len(a) != len(b):
         return False
-    return all(_close(x[1], y[1]) for x, y in zip(a, b, strict=True))
+    return all(_same_word(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _same_word(x: Item, y: Item) -> bool:
+    """One word written two ways: a shared long prefix or compound part, or one of them
+    abbreviating the other ("DB" / "database" beside "Postgres" / "PostgreSQL")."""
+    if _close(x[1], y[1]):
+        return True
+    for short, long_ in ((x, y), (y, x)):
+        if _is_abbreviation(short[2]) and long_[2].isalpha():
+            return abbreviates(short[2], [long_[2].lower()])
+    return False
 
 
 def _close(a: str, b: str) -> bool:

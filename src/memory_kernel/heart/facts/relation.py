@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PairRelation", "PairVerdict", "RelationThresholds", "classify_pair", "default_scorers",
-    "may_be_duplicate", "reworded", "scored_stage", "update_probability", "veto",
+    "may_be_duplicate", "reworded", "ruled_update", "scored_stage", "update_probability",
+    "veto",
 ]  # fmt: skip
 
 # Words that announce that a statement replaces an earlier one.
@@ -172,6 +173,19 @@ def update_probability(
     """How likely ``new`` gives a new value of ``old``'s slot: 1 or 0 where the rules are
     sure (a veto, a parallel pair), else the update scorer's probability. Recall uses it to
     show the newer of two current facts first."""
+    ruled = ruled_update(old, new, t)
+    if ruled is not None:
+        return ruled
+    s_old, s_new = statement(old.text), statement(new.text)
+    if topic_anchor(s_old, s_new) == 0:
+        return 0.0
+    diff = compare(s_old, s_new)
+    return _scored(t.update_scorer, pair_features(s_old, s_new, similarity, diff))
+
+
+def ruled_update(old: TextFeatures, new: TextFeatures, t: RelationThresholds) -> float | None:
+    """1 or 0 where the rules are sure that ``new`` does or does not give a new value of
+    ``old``'s slot (a veto, a pair written in parallel); ``None``: a scorer must decide."""
     s_old, s_new = statement(old.text), statement(new.text)
     if veto(s_old, s_new) is not None:
         return 0.0
@@ -179,10 +193,7 @@ def update_probability(
     if diff is not None and diff.parallel:
         framed = _frame_verdict(old, new, diff, None, t)
         return 1.0 if framed is not None and framed[0] is PairRelation.UPDATE else 0.0
-    if topic_anchor(s_old, s_new) == 0:
-        return 0.0
-    diff = diff or compare(s_old, s_new)
-    return _scored(t.update_scorer, pair_features(s_old, s_new, similarity, diff))
+    return None
 
 
 def _frame_verdict(

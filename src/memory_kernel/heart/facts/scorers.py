@@ -9,11 +9,15 @@ from pathlib import Path
 from memory_kernel.errors import ConfigError
 from memory_kernel.heart.facts.admission_features import ADMISSION_FEATURES
 from memory_kernel.heart.facts.pairs import PAIR_FEATURES
+from memory_kernel.heart.facts.query_slot import READ_FEATURES
 from memory_kernel.heart.facts.scorer import LinearScorer, load_scorer, packaged
 
 __all__ = ["Scorers", "load_scorers"]
 
-_FEATURES = {"update": PAIR_FEATURES, "duplicate": PAIR_FEATURES, "admission": ADMISSION_FEATURES}
+_FEATURES = {
+    "update": PAIR_FEATURES, "duplicate": PAIR_FEATURES, "admission": ADMISSION_FEATURES,
+    "read": READ_FEATURES,
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +25,7 @@ class Scorers:
     update: LinearScorer
     duplicate: LinearScorer
     admission: LinearScorer
+    read: LinearScorer  # the read-time update scorer (``read_resolution``)
 
 
 def load_scorers(directory: str | None) -> Scorers:

@@ -31,8 +31,10 @@ from memory_kernel.heart.facts.policy import (
     decide_pending,
     outcome,
 )
+from memory_kernel.heart.facts.query_slot import query_view
+from memory_kernel.heart.facts.read_resolution import QueryContext, read_probability
 from memory_kernel.heart.facts.recency import newest_first
-from memory_kernel.heart.facts.relation import RelationThresholds, update_probability
+from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.heart.facts.scorers import Scorers, load_scorers
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import Fact, FactInput, FactMatch, FactSearchHit, LearnOutcome
@@ -332,15 +334,24 @@ class FactService:
             for f in found if f.id not in seen
         ]  # fmt: skip
         hits.sort(key=lambda h: -h.similarity)
-        return self._newest_first(hits[:k], vectors)
+        return self._newest_first(hits[:k], vectors, query, vector)
 
     def _newest_first(
-        self, hits: list[FactSearchHit], vectors: Mapping[uuid.UUID, Vector]
-    ) -> list[FactSearchHit]:
+        self, hits: list[FactSearchHit], vectors: Mapping[uuid.UUID, Vector], query: str,
+        query_vector: Vector | None,
+    ) -> list[FactSearchHit]:  # fmt: skip
         """Two current values of one slot among the hits: the newer one first, the older
-        one marked with it (``recency``)."""
+        one marked with it (``recency``), as the read scorer judges them for ``query``
+        (``read_resolution``)."""
         t = self.thresholds()
-        at = t.update_scorer.threshold("read")
+        scorer = self.scorers.read
+        at = scorer.threshold("read")
+        to_query = {
+            h.fact.content: float(np.dot(vectors[h.fact.id], query_vector))
+            for h in hits
+            if query_vector is not None and h.fact.id in vectors
+        }
+        ctx = QueryContext(query_view(query), to_query)
 
         def cosine(a: Fact, b: Fact) -> float:
             va, vb = vectors.get(a.id), vectors.get(b.id)
@@ -348,7 +359,8 @@ class FactService:
 
         def updates(old: FactSearchHit, new: FactSearchHit) -> bool:
             old_f, new_f = features(old.fact.content), features(new.fact.content)
-            return update_probability(old_f, new_f, cosine(old.fact, new.fact), t) >= at
+            p = read_probability(old_f, new_f, cosine(old.fact, new.fact), t, scorer, ctx)
+            return p >= at
 
         ordered, replaced_by = newest_first(
             hits, key=lambda h: h.fact.id,

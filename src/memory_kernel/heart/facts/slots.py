@@ -265,6 +265,8 @@ GENERIC = frozenset(_GENERIC_TEXT.split())
 
 def abbreviation_like(token: str) -> bool:
     """Short capitals ("SF", "PRs") or a numeronym / letter-digit code ("k8s", "S3")."""
+    if re.fullmatch(r"[a-z]\d+[a-z]", token):  # a numeronym's last letter may be an "s"
+        return True
     body = token[:-1] if token.endswith("s") else token
     if re.fullmatch(r"[a-z]\d+[a-z]", body) or re.fullmatch(r"[A-Z]\d", body):
         return True

@@ -1,0 +1,159 @@
+"""Pure read-time view of a query: which slot it asks about, and how a pair of recalled
+facts answers it.
+
+At write time a newer fact retires an older one only when the rules or the update scorer
+are sure; two facts whose words barely meet ("Pickup is at 3:10" / "I'm collecting Maya at
+2:50 now") stay current side by side. At read time there is one more piece of evidence:
+the query both were recalled for. A question names its slot twice over: by its words
+("pickup") and by the kind of value it asks for ("what time" asks for a time, "how many"
+for a count, "who" for a name). Two recalled facts that both answer the query with a value
+of the asked kind are two values of one slot far more often than two facts that merely
+share words; the read scorer (``weights/read.json``) weighs that with the pair features.
+
+The asked kinds come from the closed class of English question words, not from data.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memory_kernel.heart.facts.normalise import stem
+from memory_kernel.heart.facts.pairs import PAIR_FEATURES, covered
+from memory_kernel.heart.facts.slots import GENERIC, Statement, statement
+
+__all__ = [
+    "QUERY_FEATURES", "READ_FEATURES", "Query", "answers", "query_features", "query_view",
+]  # fmt: skip
+
+QUERY_FEATURES = (
+    "q_cover_old", "q_cover_new", "q_answer_old", "q_answer_new", "q_answer_both",
+    "q_cos_old", "q_cos_new",
+)  # fmt: skip
+#: The read scorer's features: the pair's, then the query's.
+READ_FEATURES = PAIR_FEATURES + QUERY_FEATURES
+
+# The kinds of value a question word asks for (``Statement.values`` types, plus "name" for
+# a capitalised name and "identifier" for a code or cited number). First match wins.
+_NUMERIC = frozenset({"number", "money", "measure", "percent"})
+_WHEN = frozenset({"time", "date", "day", "year"})
+_ASKED: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
+    (re.compile(pattern), kinds)
+    for pattern, kinds in (
+        (r"\bhow (many|much)\b", _NUMERIC | {"frequency"}),
+        (r"\bhow (long|old)\b", frozenset({"duration", "measure", "number", "time"})),
+        (r"\bhow (often|frequently)\b", frozenset({"frequency", "day"})),
+        (r"\bhow (big|far|fast|heavy|tall|large|high)\b", _NUMERIC),
+        (r"\b(what|which) (time|hour)\b", frozenset({"time"})),
+        (r"\b(what|which) (day|days|date)\b", frozenset({"day", "date"})),
+        (r"\b(what|which) (year|month)\b", frozenset({"year", "date"})),
+        (r"\b(what|which) (\w+ )?(version|release)\b", frozenset({"number", "identifier"})),
+        (r"\bwhen\b", _WHEN),
+        (r"\b(who|whom|whose|where)\b", frozenset({"name"})),
+        (
+            r"\b(what|which) (is|are|was|were|does|do|did) (the |my |our |your )?\w*"
+            r"\s?(price|cost|rate|limit|size|count|number|amount|total|score|budget|target|"
+            r"salary|rent|weight|dose|fee|balance)\b",
+            _NUMERIC,
+        ),
+        (r"\b(what|which)\b", frozenset({"name", "identifier"})),
+    )
+)
+# Auxiliaries and light verbs a question is built with, and words too common to name a
+# slot (as stems, the form statements keep their words in).
+_LIGHT = (
+    frozenset(
+        stem(w)
+        for w in (
+            "is",
+            "are",
+            "was",
+            "were",
+            "be",
+            "do",
+            "does",
+            "did",
+            "have",
+            "has",
+            "had",
+            "get",
+        )
+    )
+    | GENERIC
+    | frozenset(stem(w) for w in GENERIC)
+)
+_QUESTION_WORDS = frozenset(
+    [
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "many",
+        "much",
+        "long",
+        "often",
+        "old",
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """The slot a query asks about: its content words and the kinds of value it asks for."""
+
+    text: str
+    content: frozenset[str]
+    asked: frozenset[str]
+
+
+@lru_cache(maxsize=4096)
+def query_view(text: str) -> Query:
+    lower = text.lower()
+    asked: frozenset[str] = frozenset()
+    for pattern, kinds in _ASKED:
+        if pattern.search(lower):
+            asked = kinds
+            break
+    parsed = statement(text)
+    # The verbs stay ("which day do we deploy"): a question's verb often names the slot.
+    content = frozenset(
+        w for w in parsed.content | frozenset(parsed.names)
+        if w not in _QUESTION_WORDS and w not in _LIGHT and w != "i"
+    )  # fmt: skip
+    return Query(text=text, content=content, asked=asked)
+
+
+def _kinds(s: Statement) -> frozenset[str]:
+    kinds = set(s.value_types())
+    if s.identifiers:
+        kinds.add("identifier")
+    if s.names:
+        kinds.add("name")
+    return frozenset(kinds)
+
+
+def answers(query: Query, s: Statement) -> bool:
+    """``s`` carries a value of a kind ``query`` asks for."""
+    return bool(query.asked & _kinds(s))
+
+
+def query_features(
+    query: Query, old: Statement, new: Statement, cos_old: float, cos_new: float
+) -> dict[str, float]:
+    """How each of a pair of recalled facts answers ``query`` (:data:`QUERY_FEATURES`)."""
+    answer_old, answer_new = answers(query, old), answers(query, new)
+    return {
+        "q_cover_old": covered(query.content, old.topic_pool) if query.content else 0.0,
+        "q_cover_new": covered(query.content, new.topic_pool) if query.content else 0.0,
+        "q_answer_old": float(answer_old),
+        "q_answer_new": float(answer_new),
+        "q_answer_both": float(answer_old and answer_new),
+        "q_cos_old": cos_old,
+        "q_cos_new": cos_new,
+    }

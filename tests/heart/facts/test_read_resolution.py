@@ -1,0 +1,99 @@
+"""Read-time resolution with the query: the slot a question asks about (question words,
+not rows), the rules that still veto, and the search that shows the newer value first."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from memory_kernel import MemoryKernel
+from memory_kernel.config import HeartConfig
+from memory_kernel.heart.facts.normalise import features
+from memory_kernel.heart.facts.query_slot import READ_FEATURES, answers, query_view
+from memory_kernel.heart.facts.read_resolution import QueryContext, query_tied, read_probability
+from memory_kernel.heart.facts.relation import RelationThresholds
+from memory_kernel.heart.facts.scorers import load_scorers
+from memory_kernel.heart.facts.slots import statement
+from memory_kernel.models.facts import FactInput, LearnAction
+from memory_kernel.testing import FrozenClock
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("how many chairs are in the attic", "number"),
+        ("how much does the gym membership cost", "money"),
+        ("what time does the ferry leave", "time"),
+        ("which day is bin collection", "day"),
+        ("how long is the warranty", "duration"),
+        ("who is the landlord", "name"),
+        ("which version of Terraform do we pin", "number"),
+    ],
+)
+def test_a_question_word_names_the_kind_of_value_asked_for(query: str, kind: str) -> None:
+    assert kind in query_view(query).asked
+
+
+def test_the_query_keeps_its_content_words_not_its_question_words() -> None:
+    view = query_view("what time does the ferry leave")
+    assert "ferri" in view.content or "ferry" in view.content
+    assert not {"what", "time", "does"} & view.content
+
+
+def test_two_facts_answering_the_asked_kind_are_tied_by_the_query() -> None:
+    query = query_view("what time does the ferry leave")
+    old, new = statement("The ferry leaves at 7:40."), statement("Departure is 8:05 from May.")
+    assert answers(query, old) and answers(query, new)
+    assert query_tied(query, old, new)
+    unrelated = statement("My cousin plays the cello.")
+    assert not query_tied(query, old, unrelated)
+
+
+def _probability(old: str, new: str, query: str) -> float:
+    scorers = load_scorers(None)
+    t = RelationThresholds.from_config(HeartConfig())
+    ctx = QueryContext(query_view(query), {old: 0.5, new: 0.3})
+    return read_probability(features(old), features(new), 0.2, t, scorers.read, ctx)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        # A question, another identifier, another holder in parallel: the rules decide.
+        ("Which gym opens earliest on Sundays?", "My gym opens at 6 on Sundays.",
+         "when does my gym open"),
+        ("Room 12 seats 30 people.", "Room 14 seats 45 people.",
+         "how many people does room 12 seat"),
+        ("The Oslo office has 40 desks.", "The Bergen office has 55 desks.",
+         "how many desks does the Oslo office have"),
+    ],
+)  # fmt: skip
+def test_the_rules_still_veto_at_read_time(old: str, new: str, query: str) -> None:
+    assert _probability(old, new, query) == 0.0
+
+
+def test_the_packaged_read_scorer_reads_pair_and_query_features() -> None:
+    read = load_scorers(None).read
+    assert read.features == READ_FEATURES
+    assert read.trained_on["embedder"] == "hashing-v1-384"
+    assert read.threshold("read") == 0.5
+
+
+async def test_search_dates_an_older_value_the_query_ties_to_a_newer_one(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    facts, agent = kernel.heart.facts, "read-slot"
+    old = await facts.learn(FactInput(agent_id=agent, content="The ferry leaves at 7:40."))
+    clock.advance(days=1)
+    new = await facts.learn(
+        FactInput(agent_id=agent, content="From Monday the ferry now goes at 8:05 instead.")
+    )
+    assert new.action is not LearnAction.REINFORCED
+    hits = await facts.search(agent, "what time does the ferry leave", k=5)
+    ids: list[uuid.UUID] = [h.fact.id for h in hits]
+    if (await facts.get(old.fact.id, agent_id=agent)).is_current:
+        assert ids[:2] == [new.fact.id, old.fact.id]
+        assert hits[1].newer_value == new.fact.id
+    else:  # retired at write time: never recalled
+        assert old.fact.id not in ids
