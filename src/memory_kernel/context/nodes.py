@@ -41,7 +41,8 @@ def format_hit(hit: MemoryHit) -> str:
     is what someone said on a day, ``[20 May 2023] user: …``, an episode what happened on
     one, ``[20 May 2023] …``; a long one restates its date so that none of its values is
     far from it (``context.dated``). Relative time in a turn or an episode ("yesterday")
-    is followed by the date it meant (``when.py``). A fact is true until replaced: undated."""
+    is followed by the date it meant (``when.py``). A fact is true until replaced: undated,
+    unless a newer recalled fact gives its slot a new value (``context.current``)."""
     if hit.source is MemorySource.DECISION:
         status = hit.outcome or "pending"
         return f"[{status}] {hit.text[:_DESCRIPTION_CHARS]} (confidence: {hit.confidence:.2f})"
@@ -50,6 +51,8 @@ def format_hit(hit: MemoryHit) -> str:
         if hit.source is MemorySource.TURN:
             said = f"{hit.metadata.get('role', 'user')}: {said}"
         return f"{stamp(hit.created_at)} {within_reach(said, hit.created_at)}"
+    if hit.replaced_by is not None:  # a value a newer fact replaced (context.current)
+        return f"{stamp(hit.created_at)} {within_reach(flatten(hit.text), hit.created_at)}"
     return hit.text
 
 

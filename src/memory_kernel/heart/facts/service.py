@@ -334,6 +334,14 @@ class FactService:
         hits.sort(key=lambda h: -h.similarity)
         return self._newest_first(hits[:k], vectors)
 
+    def updates(self, old: str, new: str, cosine: float) -> bool:
+        """Whether fact text ``new`` probably gives ``old``'s slot a new value (the update
+        scorer at or above its ``read`` threshold): read-time resolution of two current
+        facts, for recall (``context.current``). Pure: no I/O."""
+        t = self.thresholds()
+        probability = update_probability(features(old), features(new), cosine, t)
+        return probability >= t.update_scorer.threshold("read")
+
     def _newest_first(
         self, hits: list[FactSearchHit], vectors: Mapping[uuid.UUID, Vector]
     ) -> list[FactSearchHit]:
