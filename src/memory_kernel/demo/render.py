@@ -149,8 +149,8 @@ def _update(result: DemoResult) -> Table:
                   f"{u.message_chars}-character message")  # fmt: skip
     table.add_row(f"injected for {u.probe!r}", _lines(probe.naive_injected),
                   _lines(probe.kernel_injected))  # fmt: skip
-    table.add_row("new value in the prompt", _flag(not u.naive_injected_current),
-                  _flag(not u.kernel_injected_current))  # fmt: skip
+    table.add_row("new value in the prompt", _good(u.naive_injected_current),
+                  _good(u.kernel_injected_current))  # fmt: skip
     table.add_row("old value reads as current", _flag(u.naive_stale_as_current),
                   _flag(u.kernel_stale_as_current))  # fmt: skip
     return table
@@ -189,3 +189,8 @@ def _totals(result: DemoResult) -> Table:
 
 def _flag(value: bool) -> str:
     return "[bold red]yes[/]" if value else "[bold green]no[/]"
+
+
+def _good(value: bool) -> str:
+    """A yes that is the right answer (green), a no that is not (red)."""
+    return "[bold green]yes[/]" if value else "[bold red]no[/]"
