@@ -257,6 +257,14 @@ def eval_(
             show_default=False,
         ),
     ] = None,
+    contexts: Annotated[
+        Path | None,
+        typer.Option(
+            "--contexts",
+            help="conversations: also write each question's contexts (ours, naive) as JSONL",
+            show_default=False,
+        ),
+    ] = None,
     folds: Annotated[
         int | None,
         typer.Option(
@@ -273,7 +281,8 @@ def eval_(
     try:
         run_eval(
             console, suite=suite, data=data, embedder=embedder, json_path=json_path, plot=plot,
-            options={"budget": budget, "limit": limit}, folds=folds, seed=seed,
+            options={"budget": budget, "limit": limit, "contexts": contexts}, folds=folds,
+            seed=seed,
         )  # fmt: skip
     except MemoryKernelError as exc:
         raise _fail(exc) from exc

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_kernel.context.budget import assemble, day_of, render
+from memory_kernel.context.budget import assemble, render
 from memory_kernel.context.tokens import (
     EncodingTokenCounter,
     EstimatingTokenCounter,
@@ -139,7 +139,7 @@ def test_budget_is_never_exceeded(
                 assert item.text in originals[section.node]
 
 
-# -- recalled memories: one day line per date, best first claims ------------------------------
+# -- recalled memories: what happened oldest first, best first claims -------------------------
 
 
 def hit_item(text: str, score: float, when: datetime, source: MemorySource) -> ContextItem:
@@ -162,7 +162,9 @@ def episodes_node(*items: ContextItem) -> NodeContent:
     )
 
 
-def test_episodes_are_shown_oldest_first_under_one_line_per_day() -> None:
+def test_episodes_are_shown_oldest_first_each_line_as_given() -> None:
+    # Each line carries its own date (nodes.format_hit): assembly adds no day lines, which
+    # governed every item under them however far down.
     late = hit_item("Mel: we went camping", 0.9, DAY + timedelta(days=30), MemorySource.EPISODE)
     early_b = hit_item(
         "Caro: it was powerful", 0.8, DAY + timedelta(seconds=1), MemorySource.EPISODE
@@ -170,39 +172,19 @@ def test_episodes_are_shown_oldest_first_under_one_line_per_day() -> None:
     early_a = hit_item("Caro: I joined a group", 0.7, DAY, MemorySource.EPISODE)
     out = assemble([episodes_node(late, early_b, early_a)], budget=1000, counter=COUNTER)
     assert out.text == (
-        "## Past episodes\n[8 May 2023]\n- Caro: I joined a group\n- Caro: it was powerful\n"
-        "[7 June 2023]\n- Mel: we went camping"
+        "## Past episodes\n- Caro: I joined a group\n- Caro: it was powerful\n"
+        "- Mel: we went camping"
     )
     assert [i.text for i in out.sections[0].items] == [i.text for i in (early_a, early_b, late)]
     assert out.text == render(out.sections)
 
 
-def test_facts_carry_no_day_line_and_keep_their_rank_order() -> None:
+def test_facts_keep_their_rank_order() -> None:
     fact = hit_item("Caro is a counselor", 0.5, DAY, MemorySource.FACT)
-    assert day_of(fact) is None and day_of(ContextItem(text="x")) is None
     other = hit_item("Mel paints", 0.9, DAY + timedelta(days=2), MemorySource.FACT)
     facts = NodeContent(node="facts", title="Known facts", tier=Tier.STREAMED, items=(other, fact))
     out = assemble([facts], budget=1000, counter=COUNTER)
     assert out.text == "## Known facts\n- Mel paints\n- Caro is a counselor"
-
-
-def test_a_day_line_is_charged_to_the_item_that_opens_it() -> None:
-    # Room for the header, one day line, two same-day items and the line of a third item of
-    # another day, but not for that third item's own day line: it is dropped whole.
-    same = [
-        hit_item(
-            f"turn {i} of the talk", 0.9 - i / 10, DAY + timedelta(seconds=i), MemorySource.EPISODE
-        )
-        for i in range(2)
-    ]
-    other = hit_item("turn 9 of the talk", 0.5, DAY + timedelta(days=1), MemorySource.EPISODE)
-    lines = ["## Past episodes\n\n", "[8 May 2023]\n", *(f"- {i.text}\n" for i in (*same, other))]
-    budget = sum(COUNTER.count(line) for line in lines)
-    out = assemble([episodes_node(*same, other)], budget=budget, counter=COUNTER)
-    assert [i.text for i in out.sections[0].items] == [i.text for i in same]
-    assert out.items_dropped == 1
-    roomier = assemble([episodes_node(*same, other)], budget=budget + 4, counter=COUNTER)
-    assert len(roomier.hits) == 3 and "[9 May 2023]" in roomier.text
 
 
 _day = st.integers(min_value=0, max_value=3).map(lambda d: DAY + timedelta(days=d))

@@ -67,6 +67,6 @@ async def test_through_the_hooks_the_current_fact_comes_first_and_the_turn_is_no
     assert f"- {NEW}" in lines
     stated = [n for n, line in enumerate(lines) if "PLANNED" in line]
     assert stated
-    for n in stated:  # a turn carries its date, an episode sits under its day line; both noted
-        assert lines[n].startswith("- [1 January 2026]") or lines[n - 1] == "[1 January 2026]"
+    for n in stated:  # a turn and an episode each open with their date; both noted
+        assert lines[n].startswith("- [1 January 2026]")
         assert lines[n].endswith(f"(later replaced: {NEW})")

@@ -290,7 +290,7 @@ def test_end_to_end_through_the_hooks(authored: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app,
         ["eval", "conversations", "--data", str(authored), "--json", str(out),
-         "--budget", "60", "--limit", "1"],
+         "--budget", "60", "--limit", "1", "--contexts", str(tmp_path / "contexts.jsonl")],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "conversations:" in result.output and "ours vs naive by question type" in result.output
@@ -317,6 +317,10 @@ def test_end_to_end_through_the_hooks(authored: Path, tmp_path: Path) -> None:
     assert details["t01_q1"]["naive_answer"] is True  # "Biscuit" was said in a turn
     assert all(d["naive_tokens"] <= 60 for d in details.values())
     assert details["t01_q4"]["naive_answer"] is None
+    dumped = [json.loads(line) for line in (tmp_path / "contexts.jsonl").read_text().splitlines()]
+    assert [d["qid"] for d in dumped] == list(details)  # --contexts: every question, in order
+    assert all(isinstance(d["ours"], str) and d["naive"] for d in dumped)
+    assert dumped[0]["answer"] and "stale_answers" in dumped[0]
 
 
 def test_other_suites_refuse_the_conversation_options(dedup_pairs: Path) -> None:

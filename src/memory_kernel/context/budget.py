@@ -14,10 +14,10 @@ Claim order (who gets tokens first):
    truncated at a word boundary (the seed's ``truncate(system, max_tokens=budget)``).
 
 Display order is different: system first, then memories, tool results, and the recent
-messages last (closest to the user's message). Within a section, recalled episodes are
-shown oldest first under one ``[8 May 2023]`` line per day instead of a date on every
-item: a day's turns read as the conversation they were, and the date is paid for once.
-Section headers and day lines cost tokens too, charged to the item that opens them. Costs are
+messages last (closest to the user's message). Within a section, what happened (turns,
+episodes) is shown oldest first, each line with its own date (``context.dated``: a date
+on a line of its own governed every item under it, however far down). Section headers
+cost tokens too, charged to the item that opens them. Costs are
 the counter's count of each rendered line; a final check on the whole text drops the last
 opportunistic item while the real count is over (tokenizers need not be additive), so
 ``count(text) <= budget`` always holds. The reported ``tokens_used`` is ``count(text)`` and
@@ -31,12 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memory_kernel.context.when import day
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 from memory_kernel.protocols import TokenCounter
 from memory_kernel.similarity import word_overlap, words
 
-__all__ = ["DUPLICATE_OVERLAP", "SOURCE_OVERLAP", "Assembly", "assemble", "day_of", "render"]
+__all__ = ["DUPLICATE_OVERLAP", "SOURCE_OVERLAP", "Assembly", "assemble", "render"]
 
 #: Streamed items sharing more than this share of words are one memory told twice: only
 #: near-verbatim repeats pass 0.8 (a paraphrase shares far fewer words).
@@ -70,15 +69,6 @@ def _line(item: ContextItem) -> str:
     return f"- {item.text}"
 
 
-def day_of(item: ContextItem) -> str | None:
-    """The day line a recalled episode is shown under (``None``: no day line). Episodes are
-    things that happened, so when matters; a fact is true until superseded, undated."""
-    hit = item.hit
-    if hit is None or hit.source is not MemorySource.EPISODE:
-        return None
-    return f"[{day(hit.created_at)}]"
-
-
 def _dated(item: ContextItem) -> bool:
     """Whether ``item`` is something that happened (an episode, a turn): shown in time order."""
     return item.hit is not None and item.hit.source in _HAPPENED
@@ -100,20 +90,11 @@ def _when(item: ContextItem) -> datetime:
 
 
 def _lines(section: NodeContent) -> list[str]:
-    out = [_header(section)]
-    day = None
-    for item in _display(section.items):
-        label = day_of(item)
-        if label is not None and label != day:
-            out.append(label)
-        day = label
-        out.append(_line(item))
-    return out
+    return [_header(section), *(_line(item) for item in _display(section.items))]
 
 
 def render(sections: Sequence[NodeContent]) -> str:
-    """``## Title`` then one ``- item`` line per item (recalled episodes under a
-    ``[8 May 2023]`` line per day); sections separated by a blank line."""
+    """``## Title`` then one ``- item`` line per item; sections separated by a blank line."""
     return "\n\n".join("\n".join(_lines(s)) for s in sections if s.items)
 
 
@@ -138,27 +119,19 @@ class _Packer:
         self.cost: dict[str, int] = {}
         self.dropped = 0
         self.order: list[tuple[str, ContextItem]] = []  # opportunistic items, in claim order
-        self.days: set[tuple[str, str]] = set()  # (node, day line) already paid for
         self.duplicates = 0
 
-    def header_cost(self, section: NodeContent, item: ContextItem | None = None) -> int:
-        cost = 0
-        if section.node not in self.kept:
-            # "\n\n" between sections: one separator per section is a safe over-estimate.
-            cost += self.counter.count(_header(section) + "\n\n")
-        day = None if item is None else day_of(item)
-        if day is not None and (section.node, day) not in self.days:
-            cost += self.counter.count(day + "\n")
-        return cost
+    def header_cost(self, section: NodeContent) -> int:
+        if section.node in self.kept:
+            return 0
+        # "\n\n" between sections: one separator per section is a safe over-estimate.
+        return self.counter.count(_header(section) + "\n\n")
 
     def take(self, section: NodeContent, item: ContextItem, *, droppable: bool) -> bool:
-        cost = self.counter.count(_line(item) + "\n") + self.header_cost(section, item)
+        cost = self.counter.count(_line(item) + "\n") + self.header_cost(section)
         if cost > self.left:
             return False
         self.left -= cost
-        day = day_of(item)
-        if day is not None:
-            self.days.add((section.node, day))
         self.kept.setdefault(section.node, []).append(item)
         self.cost[section.node] = self.cost.get(section.node, 0) + cost
         if droppable:

@@ -16,10 +16,11 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from memory_kernel.context.dated import flatten, stamp, within_reach
 from memory_kernel.context.excerpt import excerpt
 from memory_kernel.context.recaller import Recaller
 from memory_kernel.context.retrieval import query_words
-from memory_kernel.context.when import day, resolve_relative
+from memory_kernel.context.when import resolve_relative
 from memory_kernel.models.context import (
     ContextItem,
     ContextRequest,
@@ -36,18 +37,22 @@ _DESCRIPTION_CHARS = 120  # the seed's decision line: "- [status] desc[:120] (co
 
 
 def format_hit(hit: MemoryHit) -> str:
-    """How a recalled memory reads in the prompt. An episode's date is not repeated on
-    each line: assembly shows episodes under one day line per date (``budget.day_of``).
-    A turn is what someone said on a day: ``[20 May 2023] user: …``. Relative time in a
-    turn or an episode ("yesterday") is followed by the date it meant (``when.py``)."""
+    """How a recalled memory reads in the prompt. What happened carries its date: a turn
+    is what someone said on a day, ``[20 May 2023] user: …``, an episode what happened on
+    one, ``[20 May 2023] …``; a long one restates its date so that none of its values is
+    far from it (``context.dated``). Relative time in a turn or an episode ("yesterday")
+    is followed by the date it meant (``when.py``). A fact is true until replaced: undated,
+    unless a newer recalled fact gives its slot a new value (``context.current``)."""
     if hit.source is MemorySource.DECISION:
         status = hit.outcome or "pending"
         return f"[{status}] {hit.text[:_DESCRIPTION_CHARS]} (confidence: {hit.confidence:.2f})"
-    if hit.source is MemorySource.TURN:
-        said = resolve_relative(hit.text, hit.created_at)
-        return f"[{day(hit.created_at)}] {hit.metadata.get('role', 'user')}: {said}"
-    if hit.source is MemorySource.EPISODE:
-        return resolve_relative(hit.text, hit.created_at)
+    if hit.source in (MemorySource.TURN, MemorySource.EPISODE):
+        said = flatten(resolve_relative(hit.text, hit.created_at))
+        if hit.source is MemorySource.TURN:
+            said = f"{hit.metadata.get('role', 'user')}: {said}"
+        return f"{stamp(hit.created_at)} {within_reach(said, hit.created_at)}"
+    if hit.replaced_by is not None:  # a value a newer fact replaced (context.current)
+        return f"{stamp(hit.created_at)} {within_reach(flatten(hit.text), hit.created_at)}"
     return hit.text
 
 

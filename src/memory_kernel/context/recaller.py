@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,6 +18,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.context import retrieval
+from memory_kernel.context.current import resolve_current
 from memory_kernel.context.recall import (
     Candidate,
     dedup_decisions,
@@ -42,6 +43,9 @@ _Key = tuple[str, MemorySource, float, str | None]
 _CACHE_MIN_ROWS = 1000
 _STATS_TTL_S = 30.0
 _STATS_MAX = 8192
+#: ``updates(old_text, new_text, cosine)``: whether a newer fact gives an older one's slot a
+#: new value (``FactService.updates``), for read-time resolution (``context.current``).
+SlotUpdates = Callable[[str, str, float], bool]
 
 
 def _outcome_group(hit: MemoryHit) -> str | None:
@@ -58,8 +62,9 @@ class RecallResult:
 class Recaller:
     """Hybrid recall over one agent's facts, episodes, decisions or turns."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, *, updates: SlotUpdates | None = None) -> None:
         self._rt = runtime
+        self._updates = updates
         self._cache: OrderedDict[_Key, tuple[float, Any]] = OrderedDict()
         # The words of the last long query: a turn recalls several sources with one query,
         # concurrently, and a 1 MiB message is read once (in a worker thread), not per source.
@@ -248,6 +253,9 @@ class Recaller:
             dropped = {h.id for h in decisions} - {h.id for h in kept}
             hits = [h for h in hits if h.id not in dropped]
         vectors = {c.id: c.vector for c in found}
+        if self._updates is not None:
+            # Before diversity: of two look-alike values of one slot, the newer one stays.
+            hits = self._resolve(hits, vectors, self._updates)
         hits = diversity_sample(
             hits,
             [vectors.get(h.id) for h in hits],
@@ -258,6 +266,21 @@ class Recaller:
         if keep is not None:
             hits = relevant_fill(hits, keep=keep, ratio=cfg.fill_similarity_ratio)
         return RecallResult(hits=hits, deduplicated=deduplicated)
+
+    @staticmethod
+    def _resolve(
+        hits: list[MemoryHit], vectors: dict[Any, Vector | None], updates: SlotUpdates
+    ) -> list[MemoryHit]:
+        """Two current values of one slot: the newer fact wins (``context.current``)."""
+
+        def cosine(a: MemoryHit, b: MemoryHit) -> float:
+            va, vb = vectors.get(a.id), vectors.get(b.id)
+            if va is None or vb is None:
+                return 0.0
+            norm = float(np.linalg.norm(va)) * float(np.linalg.norm(vb))
+            return float(np.dot(va, vb)) / norm if norm > 0.0 else 0.0
+
+        return resolve_current(hits, updates=lambda o, n: updates(o.text, n.text, cosine(o, n)))
 
     async def recall_many(
         self,

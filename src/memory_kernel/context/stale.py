@@ -80,7 +80,7 @@ def demote_in_sections(sections: Sequence[NodeContent]) -> list[NodeContent]:
         items = []
         for item in section.items:
             new = None if item.hit is None else demoted.get(item.hit.id)
-            if new is not None and new.replaced_by is not None:
+            if new is not None and new.replaced_by in current:
                 note = REPLACED_NOTE.format(current=current[new.replaced_by])
                 item = ContextItem(text=f"{item.text} {note}", hit=new)
             items.append(item)

@@ -23,6 +23,7 @@ __all__ = [
     "StaleFactOutcome",
     "Totals",
     "TurnTrace",
+    "UpdateOutcome",
 ]
 
 
@@ -34,6 +35,8 @@ class SeedProblem(StrEnum):
     NOISE_DECISIONS = "noise_decisions"
     DUPLICATE_DECISIONS = "duplicate_decisions"
     GREETING = "greeting"
+    #: Issue 22, not a seed: a value changed late in a long message must win over the old.
+    LONG_MESSAGE_UPDATE = "long_message_update"
 
 
 class TurnTrace(OutputModel):
@@ -106,6 +109,23 @@ class DuplicateDecisionsOutcome(OutputModel):
     kernel_deduplicated: int
 
 
+class UpdateOutcome(OutputModel):
+    """A value said once and changed later, late in a long message (``script.SYNC_*``),
+    asked about in a new session: is the new value in the prompt, and is the old one there
+    without its date (so that it reads as current: ``eval.answers``' rule)?"""
+
+    stale: str
+    current: str
+    message_chars: int  # the long message that changed it
+    update_at: int  # where in it the new value is said
+    probe: str
+    naive_injected_current: bool
+    naive_stale_as_current: bool
+    kernel_injected_current: bool
+    kernel_stale_as_current: bool
+    kernel_lines: tuple[str, ...]  # the kernel's lines that say either value
+
+
 class GreetingOutcome(OutputModel):
     message: str
     nodes_skipped: tuple[str, ...]
@@ -149,12 +169,14 @@ class DemoResult(OutputModel):
     store_removed: bool
     embedder: str
     naive_top_k: int
+    token_budget: int  # memory-kernel's context budget per turn (runner.DEMO_TOKEN_BUDGET)
     turns: tuple[TurnTrace, ...]
     stale_fact: StaleFactOutcome
     duplicate_episode: EpisodeOutcome
     noise: NoiseOutcome
     duplicate_decisions: DuplicateDecisionsOutcome
     greeting: GreetingOutcome
+    long_message_update: UpdateOutcome
     seeds: tuple[SeedRow, ...]
     totals: Totals
     consolidation: dict[str, int] = Field(default_factory=dict)

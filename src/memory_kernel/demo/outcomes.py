@@ -14,9 +14,11 @@ from memory_kernel.demo.models import (
     StaleFactOutcome,
     Totals,
     TurnTrace,
+    UpdateOutcome,
 )
-from memory_kernel.demo.script import NOISE_TURNS, SAME_DECISION_TURNS
+from memory_kernel.demo.script import NOISE_TURNS, SAME_DECISION_TURNS, SYNC_NEW, SYNC_OLD
 from memory_kernel.demo.session import RECALL_NODES, Played
+from memory_kernel.eval.answers import ContextText
 from memory_kernel.inspection import DecisionState, inspect_agent
 from memory_kernel.kernel import MemoryKernel
 from memory_kernel.models.enums import FactStatus, MemoryKind
@@ -26,6 +28,7 @@ __all__ = [
     "duplicate_decisions",
     "duplicate_episode",
     "greeting",
+    "long_message_update",
     "noise",
     "seed_rows",
     "stale_fact",
@@ -109,6 +112,33 @@ def duplicate_decisions(played: Played) -> DuplicateDecisionsOutcome:
     )
 
 
+def long_message_update(played: Played) -> UpdateOutcome:
+    """The weekly sync moved (``script.SYNC_*``): what each memory put in front of the model
+    for the question about it. Scored like the conversations suite: the new value present,
+    and the old one never without the new one or without a date before it."""
+    said = played.traces["sync-moved"].message
+    probe = played.traces["ask-sync"]
+
+    def seen(items: tuple[str, ...]) -> ContextText:
+        return ContextText("\n".join(f"- {item}" for item in items))
+
+    naive, kernel = seen(probe.naive_injected), seen(probe.kernel_injected)
+    return UpdateOutcome(
+        stale=SYNC_OLD,
+        current=SYNC_NEW,
+        message_chars=len(said),
+        update_at=said.index(SYNC_NEW),
+        probe=probe.message,
+        naive_injected_current=naive.contains(SYNC_NEW),
+        naive_stale_as_current=bool(naive.stale_as_current(SYNC_NEW, [SYNC_OLD])),
+        kernel_injected_current=kernel.contains(SYNC_NEW),
+        kernel_stale_as_current=bool(kernel.stale_as_current(SYNC_NEW, [SYNC_OLD])),
+        kernel_lines=tuple(
+            line for line in probe.kernel_injected if SYNC_OLD in line or SYNC_NEW in line
+        ),
+    )
+
+
 def greeting(played: Played) -> GreetingOutcome:
     trace = played.traces["hey"]
     return GreetingOutcome(
@@ -149,6 +179,7 @@ def seed_rows(
     chatter: NoiseOutcome,
     same: DuplicateDecisionsOutcome,
     hey: GreetingOutcome,
+    update: UpdateOutcome,
 ) -> tuple[SeedRow, ...]:
     """One side-by-side line per seed problem; ``handled`` is what the kernel must achieve."""
     return (
@@ -157,6 +188,7 @@ def seed_rows(
         _noise_row(chatter),
         _same_row(same),
         _greeting_row(hey),
+        _update_row(update),
     )
 
 
@@ -216,6 +248,18 @@ def _greeting_row(hey: GreetingOutcome) -> SeedRow:
         kernel=f"{hey.kernel_memory_fetches} fetches, {hey.kernel_tokens} tokens; "
         f"skipped {', '.join(hey.nodes_skipped)}",
         handled=hey.kernel_memory_fetches == 0 and set(hey.nodes_skipped) == RECALL_NODES,
+    )
+
+
+def _update_row(update: UpdateOutcome) -> SeedRow:
+    return SeedRow(
+        problem=SeedProblem.LONG_MESSAGE_UPDATE,
+        title="a value changed late in a long message",
+        naive=f"new value injected: {_yes(update.naive_injected_current)}; old one reads as "
+        f"current: {_yes(update.naive_stale_as_current)}",
+        kernel=f"new value injected: {_yes(update.kernel_injected_current)}; old one reads "
+        f"as current: {_yes(update.kernel_stale_as_current)}",
+        handled=update.kernel_injected_current and not update.kernel_stale_as_current,
     )
 
 

@@ -39,12 +39,14 @@ def render_demo(result: DemoResult, console: Console) -> None:
         f"store: {escape(result.store)} · agent [cyan]{escape(result.agent_id)}[/] · "
         f"embedder {escape(result.embedder)} · fake LLM (no network) · simulated clock\n"
         f"naive memory = a plain list of everything + vector top-{result.naive_top_k} per "
-        "turn, same embedder and token counter, same run"
+        "turn, same embedder and token counter, same run; memory-kernel: a context budget "
+        f"of {result.token_budget} tokens a turn"
     )
     console.print(_turns_table(result.turns))
     for table in (_stale(result), _episode(result), _noise(result), _same(result)):
         console.print(table)
     console.print(_greeting(result))
+    console.print(_update(result))
     console.print(_summary(result))
     console.print(_totals(result))
     kept = "removed" if result.store_removed else "kept"
@@ -140,6 +142,20 @@ def _greeting(result: DemoResult) -> Table:
     return table
 
 
+def _update(result: DemoResult) -> Table:
+    u = result.long_message_update
+    probe = next(t for t in result.turns if t.key == "ask-sync")
+    table = _side(f"6. {u.stale!r} → {u.current!r}, said at character {u.update_at} of a "
+                  f"{u.message_chars}-character message")  # fmt: skip
+    table.add_row(f"injected for {u.probe!r}", _lines(probe.naive_injected),
+                  _lines(probe.kernel_injected))  # fmt: skip
+    table.add_row("new value in the prompt", _good(u.naive_injected_current),
+                  _good(u.kernel_injected_current))  # fmt: skip
+    table.add_row("old value reads as current", _flag(u.naive_stale_as_current),
+                  _flag(u.kernel_stale_as_current))  # fmt: skip
+    return table
+
+
 def _summary(result: DemoResult) -> Table:
     table = Table(title="summary: every seed problem", expand=True, show_lines=True)
     table.add_column("problem", style="bold", ratio=2)
@@ -173,3 +189,8 @@ def _totals(result: DemoResult) -> Table:
 
 def _flag(value: bool) -> str:
     return "[bold red]yes[/]" if value else "[bold green]no[/]"
+
+
+def _good(value: bool) -> str:
+    """A yes that is the right answer (green), a no that is not (red)."""
+    return "[bold green]yes[/]" if value else "[bold red]no[/]"

@@ -19,10 +19,15 @@ from memory_kernel.kernel import MemoryKernel
 from memory_kernel.storage.url import redact_dsn
 from memory_kernel.testing import FrozenClock
 
-__all__ = ["DEMO_SCHEMA", "run_demo"]
+__all__ = ["DEMO_SCHEMA", "DEMO_TOKEN_BUDGET", "run_demo"]
 
 #: The demo never writes into the default ``memory_kernel`` schema of a user's store.
 DEMO_SCHEMA = "memory_kernel_demo"
+#: The room the demo's host gives memory in each prompt, in tokens: about what the naive
+#: top-5 injects on this script's busier turns (110-225 tokens). Without a budget the kernel
+#: fills the default 1,500 tokens by relevance, and in a store this small that lets in past
+#: turns barely about the question; a host sizes the budget to its prompt.
+DEMO_TOKEN_BUDGET = 150
 
 
 async def run_demo(
@@ -47,7 +52,9 @@ async def run_demo(
     agent = agent_id or f"demo-{uuid.uuid4().hex[:8]}"
     # A simulated clock: the session spans two days (dedup windows, recency) in seconds.
     clock = FrozenClock(datetime.now(UTC).replace(microsecond=0))
-    config = MemoryKernelConfig.from_mapping({"storage": {"schema_name": schema}})
+    config = MemoryKernelConfig.from_mapping(
+        {"storage": {"schema_name": schema}, "context": {"token_budget": DEMO_TOKEN_BUDGET}}
+    )
     try:
         async with MemoryKernel.open(dsn, config=config, data_dir=where, clock=clock) as kernel:
             open_s = time.perf_counter() - started
@@ -83,6 +90,7 @@ async def _measure(kernel: MemoryKernel, agent_id: str, clock: FrozenClock) -> D
     chatter = outcomes.noise(played)
     same = outcomes.duplicate_decisions(played)
     hey = outcomes.greeting(played)
+    update = outcomes.long_message_update(played)
     totals = await outcomes.totals(kernel, played, agent_id)
     report = await kernel.consolidate(agent_id)
     consolidation = {
@@ -95,13 +103,15 @@ async def _measure(kernel: MemoryKernel, agent_id: str, clock: FrozenClock) -> D
         store_removed=False,
         embedder=kernel.embedder.name,
         naive_top_k=NAIVE_TOP_K,
+        token_budget=kernel.config.context.token_budget,
         turns=tuple(played.traces.values()),
         stale_fact=stale,
         duplicate_episode=episode,
         noise=chatter,
         duplicate_decisions=same,
         greeting=hey,
-        seeds=outcomes.seed_rows(stale, episode, chatter, same, hey),
+        long_message_update=update,
+        seeds=outcomes.seed_rows(stale, episode, chatter, same, hey, update),
         totals=totals,
         consolidation=consolidation,
     )

@@ -4,7 +4,8 @@ The script is data: what the agent learns from its files, what the user says, in
 frame, and what the (fake) LLM answers. It replays the production incidents of the design
 notes (``shared/seeds``): a spec status that changes, "show me status" asked twice,
 "Done! ✅" and status dumps in a decision frame, the same decision taken again and again,
-and a "Hey!". ``Wait`` steps move the demo's clock, so dedup windows and recency are real.
+and a "Hey!"; and (issue 22) a knowledge update said in passing, late in a long message.
+``Wait`` steps move the demo's clock, so dedup windows and recency are real.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ __all__ = [
     "NOISE_TURNS",
     "SAME_DECISION_TURNS",
     "SCRIPT",
+    "SYNC_NEW",
+    "SYNC_OLD",
     "Learn",
     "ScriptedLLM",
     "Step",
@@ -59,6 +62,18 @@ class Wait:
 Step = Learn | Turn | Wait
 
 _STATUS = "Show me your current status"
+#: A value said once, then changed late in a long message on another day: what the host's
+#: next question must see as current (the newer value) and dated (the older one).
+SYNC_OLD, SYNC_NEW = "Tuesdays at 10:00", "Thursdays at 15:00"
+_LONG_UPDATE = (
+    "Morning! Long one, sorry. I went through the review of Monday's outage: the root cause "
+    "was the connection pool running dry when the nightly batch overlapped with the backfill, "
+    "so we're adding a pool limit per job and an alert on the wait time. Priya is writing the "
+    "runbook and wants a review by Friday. The customer email went out and support says the "
+    "replies are calm so far. Also a scheduling change: from next week the weekly sync with "
+    f"the platform team is on {SYNC_NEW}, because half of that team works from Lisbon early "
+    "in the week now. Can you draft three bullet points for the outage summary?"
+)
 _STORAGE_Q = "Should we store embeddings in Postgres or in a separate vector database?"
 
 SCRIPT: tuple[Step, ...] = (
@@ -81,6 +96,12 @@ SCRIPT: tuple[Step, ...] = (
     Turn("done", "s1", "Deploy the hotfix to staging", "Done! ✅", frame="decision"),
     Wait(timedelta(minutes=1)),
     Turn("on-it", "s1", "Start the database migration", "On it! 🚀", frame="decision"),
+    Wait(timedelta(minutes=1)),
+    Turn(
+        "sync-said", "s1",
+        f"Note for later: our weekly sync with the platform team is on {SYNC_OLD}.",
+        f"Noted: the weekly platform sync is on {SYNC_OLD}.", frame="conversation",
+    ),
     Wait(timedelta(minutes=10)),
     Learn("spec-shipped", "Spec 006 status: Shipped", "spec 006 status", "specs/006.md"),
     Turn(
@@ -104,6 +125,13 @@ SCRIPT: tuple[Step, ...] = (
         "embeddings.",
         frame="decision",
     ),
+    Wait(timedelta(hours=1)),
+    Turn(
+        "sync-moved", "s2", _LONG_UPDATE,
+        "- Cause: the pool ran dry when the batch and the backfill overlapped.\n- Fix: a pool "
+        "limit per job, an alert on the wait time.\n- Next: Priya's runbook, review by Friday.",
+        frame="conversation",
+    ),
     Wait(timedelta(days=1)),
     Turn(
         "decide-day-3", "s3", "Do we need a dedicated vector database for embeddings?",
@@ -120,6 +148,11 @@ SCRIPT: tuple[Step, ...] = (
     Turn(
         "ask-006", "s4", "What is the status of spec 006?",
         "Spec 006 has shipped.", frame="question",
+    ),
+    Wait(timedelta(minutes=1)),
+    Turn(
+        "ask-sync", "s4", "When is our weekly sync with the platform team?",
+        f"The weekly platform sync is on {SYNC_NEW}.", frame="question",
     ),
     Wait(timedelta(minutes=1)),
     Turn("hey", "s4", "Hey!", "Hi! What are we working on today?", frame="conversation"),

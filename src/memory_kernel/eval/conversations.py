@@ -28,6 +28,8 @@ the suite measures whatever the hooks do, before and after a rewrite of the inte
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -141,7 +143,7 @@ class _Replay:
 
 async def _dialogue(
     replay: _Replay, n: int, dialogue: Dialogue, embedder: Embedder, counter: TokenCounter,
-    budget: int,
+    budget: int, texts: list[dict[str, Any]] | None = None,
 ) -> list[QuestionResult]:  # fmt: skip
     agent = _id(f"conv{n}-{dialogue.dialogue_id}")
     replay.start_agent()
@@ -159,6 +161,8 @@ async def _dialogue(
             await replay.move_to(agent, question.date or after)
             ours = await replay.ask(agent, _id(f"{agent}-question-{q_n}"), question, budget)
             theirs = await naive.context(question.question, budget)
+            if texts is not None:
+                texts.append(_context_row(dialogue.dialogue_id, question, ours, theirs))
             results.append(
                 QuestionResult(
                     dialogue=dialogue.dialogue_id,
@@ -174,10 +178,26 @@ async def _dialogue(
     return results
 
 
+def _context_row(dialogue: str, question: Question, ours: str, naive: str) -> dict[str, Any]:
+    """One line of ``--contexts``: the question, its answers and both contexts."""
+    return {
+        "dialogue": dialogue,
+        "qid": question.qid,
+        "type": question.type,
+        "question": question.question,
+        "answer": question.answer,
+        "stale_answers": list(question.stale_answers),
+        "ours": ours,
+        "naive": naive,
+    }
+
+
 async def run(
-    data: Path, embedder: Embedder, *, budget: int = DEFAULT_BUDGET, limit: int | None = None
-) -> SuiteReport:
-    """The suite (``memory-kernel eval conversations``)"""
+    data: Path, embedder: Embedder, *, budget: int = DEFAULT_BUDGET, limit: int | None = None,
+    contexts: Path | None = None,
+) -> SuiteReport:  # fmt: skip
+    """The suite (``memory-kernel eval conversations``); ``contexts``: also write each
+    question's two contexts there, one JSON object a line (to read why a question fails)."""
     if budget < 1:
         raise ConfigError("--budget must be at least 1 token")
     if limit is not None and limit < 1:
@@ -189,13 +209,17 @@ async def run(
     first = min((s.date for d in dataset.dialogues for s in d.sessions), default=None)
     clock = FrozenClock(first)
     results: list[QuestionResult] = []
+    texts: list[dict[str, Any]] | None = None if contexts is None else []
     async with eval_kernel(embedder, clock=clock) as kernel:
         has_end_session = callable(getattr(kernel, "end_session", None))
         replay = _Replay(kernel, clock)
         with progress("conversations", len(dataset.dialogues)) as advance:
             for n, dialogue in enumerate(dataset.dialogues, 1):
-                results += await _dialogue(replay, n, dialogue, embedder, counter, budget)
+                results += await _dialogue(replay, n, dialogue, embedder, counter, budget, texts)
                 advance(1)
+    if contexts is not None and texts is not None:
+        lines = "".join(json.dumps(row) + "\n" for row in texts)
+        await asyncio.to_thread(contexts.write_text, lines, encoding="utf-8")
     return build_report(
         data=data,
         embedder=embedder.name,

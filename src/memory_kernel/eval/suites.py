@@ -1,7 +1,8 @@
 """The registry of evaluation suites: name → ``module:function``.
 
 Each function is ``async def run(data: Path, embedder: Embedder) -> SuiteReport``; a suite
-listed in ``SUITE_OPTIONS`` also takes those keyword options (``--budget``, ``--limit``).
+listed in ``SUITE_OPTIONS`` also takes those keyword options (``--budget``, ``--limit``,
+``--contexts``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ SUITES: dict[str, str] = {
 
 #: The command-line options a suite takes besides its data and embedder.
 SUITE_OPTIONS: dict[str, frozenset[str]] = {
-    "conversations": frozenset({"budget", "limit"}),
+    "conversations": frozenset({"budget", "limit", "contexts"}),
 }
 
 

@@ -336,6 +336,18 @@ class FactService:
         hits.sort(key=lambda h: -h.similarity)
         return self._newest_first(hits[:k], vectors, query, vector)
 
+    def updates(self, old: str, new: str, cosine: float) -> bool:
+        """Whether fact text ``new`` probably gives ``old``'s slot a new value: they share a
+        content word (a new value of a slot names its subject again; pairs that share none
+        are not scored, which also keeps recall's pairwise check cheap) and the update scorer
+        is at or above its ``read`` threshold. Read-time resolution of two current facts, for
+        recall (``context.current``). Pure: no I/O."""
+        f_old, f_new = features(old), features(new)
+        if set(f_old.content).isdisjoint(f_new.content):
+            return False
+        t = self.thresholds()
+        return update_probability(f_old, f_new, cosine, t) >= t.update_scorer.threshold("read")
+
     def _newest_first(
         self, hits: list[FactSearchHit], vectors: Mapping[uuid.UUID, Vector], query: str,
         query_vector: Vector | None,
