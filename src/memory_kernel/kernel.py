@@ -65,7 +65,7 @@ class MemoryKernel:
         #: Decisions.
         self.brain = Brain(self._runtime)
         #: Relevance masks, lazy node fetch, recall and budgeted assembly.
-        self.context = ContextEngine(self._runtime, fact_updates=self.heart.facts.updates)
+        self.context = ContextEngine(self._runtime, slot_judges=self.heart.facts.slot_judge)
         self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain, self.context)
         self._consolidator = Consolidator(self._runtime, self.heart.facts, self.heart.episodes)
         # Embeds pending_embed facts in the background; started by open(), stopped by close().

@@ -57,8 +57,8 @@ def test_nothing_changes_without_an_update_or_with_one_fact() -> None:
     assert out == [a, b]
 
 
-# A pair the write path is not sure enough to supersede (both stay current), but the update
-# scorer at its read threshold is (tests/heart/facts/test_scorers.py).
+# A pair the write path is not sure enough to supersede (both stay current), but the read
+# scorer is, for the question asked (heart/facts/read_resolution.py).
 OLD = "Our team standup is at 9:15."
 NEW = "Small logistics thing: the standup got pushed to 10:00 so the Denver folks can join."
 SAID = "Reminder for the new hires: our team standup is at 9:15."

@@ -4,8 +4,8 @@ Write-time supersession retires an older fact only when it is sure (precision fi
 facts extracted from turns may be kept out of value-change supersession), so two current
 facts can give one slot two values: "Noor lives in Leeds" (January) and "Noor moved to
 Manchester" (April). Recall resolves them when it reads them: a newer recalled fact that
-probably gives an older one's slot a new value (``updates``: the facts' update scorer at
-its read threshold, ``FactService.updates``) wins —
+probably gives an older one's slot a new value (``updates``: the facts' read scorer for the
+query, ``FactService.slot_judge``, the rule ``facts.search`` uses too) wins —
 
 - the older one is ranked just under it and linked to it (``MemoryHit.replaced_by``), so
   the budget takes the newer one first, diversity sampling keeps the newer one of the two

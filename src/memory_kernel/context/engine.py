@@ -28,7 +28,7 @@ from memory_kernel.context import tools
 from memory_kernel.context.budget import assemble, render
 from memory_kernel.context.nodes import GistsNode, RecallNode, WorkingMemoryNode
 from memory_kernel.context.prefetch import Prefetcher
-from memory_kernel.context.recaller import Recaller, SlotUpdates
+from memory_kernel.context.recaller import Recaller, SlotJudges
 from memory_kernel.context.relevance import RelevancePipeline
 from memory_kernel.context.stale import demote_in_sections
 from memory_kernel.context.tokens import EstimatingTokenCounter
@@ -114,9 +114,9 @@ class ContextEngine:
     ``relevance``: a :class:`RelevancePipeline` (default: ``ContextConfig.relevance_config``
     or the packaged default, falling back to include-everything if it cannot be loaded).
     ``token_counter``: default :class:`EstimatingTokenCounter`. ``providers``: host nodes.
-    ``fact_updates``: whether a newer fact gives an older one's slot a new value (the kernel
-    passes ``FactService.updates``): two current values of one slot among the recalled
-    facts then read newest first (``context.current``).
+    ``slot_judges``: for a query, whether a newer recalled fact gives an older one's slot a
+    new value (the kernel passes ``FactService.slot_judge``): two current values of one slot
+    among the recalled facts then read newest first (``context.current``).
     """
 
     def __init__(
@@ -126,12 +126,12 @@ class ContextEngine:
         relevance: RelevancePipeline | None = None,
         token_counter: TokenCounter | None = None,
         providers: Iterable[ContextNodeProvider] = (),
-        fact_updates: SlotUpdates | None = None,
+        slot_judges: SlotJudges | None = None,
     ) -> None:
         cfg = runtime.config.context
         self._rt = runtime
         self.counter: TokenCounter = token_counter or EstimatingTokenCounter()
-        self.recaller = Recaller(runtime, updates=fact_updates)
+        self.recaller = Recaller(runtime, judges=slot_judges)
         self._base = relevance or RelevancePipeline.load(cfg.relevance_config)
         self._providers: dict[str, Any] = {}
         for builtin in (

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,9 +43,10 @@ _Key = tuple[str, MemorySource, float, str | None]
 _CACHE_MIN_ROWS = 1000
 _STATS_TTL_S = 30.0
 _STATS_MAX = 8192
-#: ``updates(old_text, new_text, cosine)``: whether a newer fact gives an older one's slot a
-#: new value (``FactService.updates``), for read-time resolution (``context.current``).
-SlotUpdates = Callable[[str, str, float], bool]
+#: ``judges(query, cosines)`` → ``judge(old_text, new_text, cosine)``: whether a newer fact
+#: recalled for ``query`` gives an older one's slot a new value (``FactService.slot_judge``;
+#: ``cosines``: each fact text's cosine to the query), for ``context.current``.
+SlotJudges = Callable[[str, Mapping[str, float]], Callable[[str, str, float], bool]]
 
 
 def _outcome_group(hit: MemoryHit) -> str | None:
@@ -62,9 +63,9 @@ class RecallResult:
 class Recaller:
     """Hybrid recall over one agent's facts, episodes, decisions or turns."""
 
-    def __init__(self, runtime: Runtime, *, updates: SlotUpdates | None = None) -> None:
+    def __init__(self, runtime: Runtime, *, judges: SlotJudges | None = None) -> None:
         self._rt = runtime
-        self._updates = updates
+        self._judges = judges
         self._cache: OrderedDict[_Key, tuple[float, Any]] = OrderedDict()
         # The words of the last long query: a turn recalls several sources with one query,
         # concurrently, and a 1 MiB message is read once (in a worker thread), not per source.
@@ -101,7 +102,7 @@ class Recaller:
         found = await self._load(
             source, agent_id, query, vector, min_confidence, limit, exclude_session
         )
-        return self.select(found, limit=limit, keep=keep)
+        return self.select(found, limit=limit, keep=keep, query=(query, vector))
 
     async def _load(
         self,
@@ -227,7 +228,12 @@ class Recaller:
             self._cache.popitem(last=False)
 
     def select(
-        self, found: Sequence[Candidate], *, limit: int, keep: int | None = None
+        self,
+        found: Sequence[Candidate],
+        *,
+        limit: int,
+        query: tuple[str, Vector | None],
+        keep: int | None = None,
     ) -> RecallResult:
         """Rank, dedup decisions (newest of each near-duplicate group), diversify, cut."""
         cfg = self._rt.config.context
@@ -253,9 +259,9 @@ class Recaller:
             dropped = {h.id for h in decisions} - {h.id for h in kept}
             hits = [h for h in hits if h.id not in dropped]
         vectors = {c.id: c.vector for c in found}
-        if self._updates is not None:
+        if self._judges is not None:
             # Before diversity: of two look-alike values of one slot, the newer one stays.
-            hits = self._resolve(hits, vectors, self._updates)
+            hits = self._resolve(hits, vectors, self._judges, query)
         hits = diversity_sample(
             hits,
             [vectors.get(h.id) for h in hits],
@@ -269,18 +275,30 @@ class Recaller:
 
     @staticmethod
     def _resolve(
-        hits: list[MemoryHit], vectors: dict[Any, Vector | None], updates: SlotUpdates
+        hits: list[MemoryHit],
+        vectors: dict[Any, Vector | None],
+        judges: SlotJudges,
+        query: tuple[str, Vector | None],
     ) -> list[MemoryHit]:
         """Two current values of one slot: the newer fact wins (``context.current``)."""
 
-        def cosine(a: MemoryHit, b: MemoryHit) -> float:
-            va, vb = vectors.get(a.id), vectors.get(b.id)
+        def cosine(va: Vector | None, vb: Vector | None) -> float:
             if va is None or vb is None:
                 return 0.0
             norm = float(np.linalg.norm(va)) * float(np.linalg.norm(vb))
             return float(np.dot(va, vb)) / norm if norm > 0.0 else 0.0
 
-        return resolve_current(hits, updates=lambda o, n: updates(o.text, n.text, cosine(o, n)))
+        text, query_vector = query
+        judge = judges(text, {
+            h.text: cosine(vectors.get(h.id), query_vector)
+            for h in hits if h.source is MemorySource.FACT
+        })  # fmt: skip
+        return resolve_current(
+            hits,
+            updates=lambda o, n: judge(
+                o.text, n.text, cosine(vectors.get(o.id), vectors.get(n.id))
+            ),
+        )
 
     async def recall_many(
         self,
@@ -296,7 +314,9 @@ class Recaller:
         batches = await asyncio.gather(
             *(self._load(s, agent_id, query, vector, min_confidence, limit) for s in sources)
         )
-        result = self.select([c for batch in batches for c in batch], limit=limit)
+        result = self.select(
+            [c for batch in batches for c in batch], limit=limit, query=(query, vector)
+        )
         # A current fact ranks above the older turns and episodes that state a value it
         # replaced (context.stale).
         return RecallResult(demote_replaced(result.hits), result.deduplicated)

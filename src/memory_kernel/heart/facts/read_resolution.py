@@ -13,15 +13,24 @@ threshold is even odds (``read``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from memory_kernel.heart.facts.frames import compare
-from memory_kernel.heart.facts.normalise import TextFeatures
+from memory_kernel.heart.facts.normalise import TextFeatures, features
 from memory_kernel.heart.facts.pairs import pair_features, topic_anchor
-from memory_kernel.heart.facts.query_slot import Query, query_features
+from memory_kernel.heart.facts.query_slot import Query, query_features, query_view
 from memory_kernel.heart.facts.relation import RelationThresholds, ruled_update
 from memory_kernel.heart.facts.scorer import LinearScorer
 from memory_kernel.heart.facts.slots import Statement, statement
 
-__all__ = ["QueryContext", "query_tied", "read_features", "read_probability"]
+__all__ = [
+    "QueryContext",
+    "SlotJudge",
+    "query_tied",
+    "read_features",
+    "read_judge",
+    "read_probability",
+]
 
 
 class QueryContext:
@@ -69,3 +78,23 @@ def read_probability(
         return 0.0
     features = read_features(s_old, s_new, similarity, ctx)
     return scorer.probability([features[name] for name in scorer.features])
+
+
+#: ``judge(old_text, new_text, cosine)``: whether the newer fact gives the older one's slot a
+#: new value, for one query.
+SlotJudge = Callable[[str, str, float], bool]
+
+
+def read_judge(
+    query: str, cosines: Mapping[str, float], t: RelationThresholds, scorer: LinearScorer
+) -> SlotJudge:
+    """The read-time decision for the facts recalled for ``query`` (``cosines``: each fact
+    text's cosine to it), at the scorer's ``read`` threshold: what ``facts.search`` and the
+    context's recall (``context.current``) both use."""
+    ctx = QueryContext(query_view(query), dict(cosines))
+    at = scorer.threshold("read")
+
+    def judge(old: str, new: str, cosine: float) -> bool:
+        return read_probability(features(old), features(new), cosine, t, scorer, ctx) >= at
+
+    return judge

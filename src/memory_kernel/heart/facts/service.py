@@ -31,8 +31,7 @@ from memory_kernel.heart.facts.policy import (
     decide_pending,
     outcome,
 )
-from memory_kernel.heart.facts.query_slot import query_view
-from memory_kernel.heart.facts.read_resolution import QueryContext, read_probability
+from memory_kernel.heart.facts.read_resolution import SlotJudge, read_judge
 from memory_kernel.heart.facts.recency import newest_first
 from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.heart.facts.scorers import Scorers, load_scorers
@@ -336,49 +335,33 @@ class FactService:
         hits.sort(key=lambda h: -h.similarity)
         return self._newest_first(hits[:k], vectors, query, vector)
 
-    def updates(self, old: str, new: str, cosine: float) -> bool:
-        """Whether fact text ``new`` probably gives ``old``'s slot a new value: they share a
-        content word (a new value of a slot names its subject again; pairs that share none
-        are not scored, which also keeps recall's pairwise check cheap) and the update scorer
-        is at or above its ``read`` threshold. Read-time resolution of two current facts, for
-        recall (``context.current``). Pure: no I/O."""
-        f_old, f_new = features(old), features(new)
-        if set(f_old.content).isdisjoint(f_new.content):
-            return False
-        t = self.thresholds()
-        return update_probability(f_old, f_new, cosine, t) >= t.update_scorer.threshold("read")
+    def slot_judge(self, query: str, cosines: Mapping[str, float]) -> SlotJudge:
+        """Whether a newer recalled fact gives an older one's slot a new value, for the facts
+        recalled for ``query`` (``cosines``: each fact text's cosine to it): the read scorer
+        (``read_resolution``). Pure: no I/O."""
+        return read_judge(query, cosines, self.thresholds(), self.scorers.read)
 
     def _newest_first(
         self, hits: list[FactSearchHit], vectors: Mapping[uuid.UUID, Vector], query: str,
         query_vector: Vector | None,
     ) -> list[FactSearchHit]:  # fmt: skip
         """Two current values of one slot among the hits: the newer one first, the older
-        one marked with it (``recency``), as the read scorer judges them for ``query``
-        (``read_resolution``)."""
-        t = self.thresholds()
-        scorer = self.scorers.read
-        at = scorer.threshold("read")
-        to_query = {
+        one marked with it (``recency``)."""
+        judge = self.slot_judge(query, {
             h.fact.content: float(np.dot(vectors[h.fact.id], query_vector))
             for h in hits
             if query_vector is not None and h.fact.id in vectors
-        }
-        ctx = QueryContext(query_view(query), to_query)
+        })  # fmt: skip
 
         def cosine(a: Fact, b: Fact) -> float:
             va, vb = vectors.get(a.id), vectors.get(b.id)
-            return float(np.dot(va, vb)) if va is not None and vb is not None else 0.0
-
-        def updates(old: FactSearchHit, new: FactSearchHit) -> bool:
-            old_f, new_f = features(old.fact.content), features(new.fact.content)
-            p = read_probability(old_f, new_f, cosine(old.fact, new.fact), t, scorer, ctx)
-            return p >= at
+            return 0.0 if va is None or vb is None else float(np.dot(va, vb))
 
         ordered, replaced_by = newest_first(
             hits, key=lambda h: h.fact.id,
             newer=lambda a, b: (a.fact.valid_from, a.fact.created_at)
             > (b.fact.valid_from, b.fact.created_at),
-            updates=updates,
+            updates=lambda o, n: judge(o.fact.content, n.fact.content, cosine(o.fact, n.fact)),
         )  # fmt: skip
         return [
             h.model_copy(update={"newer_value": replaced_by[h.fact.id]})
