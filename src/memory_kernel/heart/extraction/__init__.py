@@ -6,10 +6,11 @@ background drain), ``chat.ChatExtractor`` (any OpenAI-compatible chat endpoint).
 
 from __future__ import annotations
 
+from memory_kernel.heart.extraction.chat import ChatExtractor
 from memory_kernel.heart.extraction.service import ExtractionService
 from memory_kernel.protocols import FactExtractor
 
-__all__ = ["ExtractionService", "default_extractor"]
+__all__ = ["ChatExtractor", "ExtractionService", "default_extractor"]
 
 
 def default_extractor() -> FactExtractor | None:

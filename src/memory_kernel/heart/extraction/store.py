@@ -95,7 +95,8 @@ _CLAIM = (
         ).outerjoin(episodes, and_(_e.agent_id == _q.agent_id, _e.id == _t.episode_id))
     )
     .where(_q.agent_id == bindparam("agent"), _q.parked_at.is_(None))
-    .order_by(func.coalesce(_t.created_at, _q.enqueued_at), _t.seq, _q.turn_id)
+    # Exchange by exchange (post_turn queues one at a time), each in the order it was said.
+    .order_by(_q.enqueued_at, _t.created_at, _t.seq, _q.turn_id)
     .limit(bindparam("n"))
     .with_for_update(of=extraction_queue, skip_locked=True)
 )
