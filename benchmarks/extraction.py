@@ -9,8 +9,9 @@ deterministic extractor of ``memory_kernel.testing``; the background worker off,
 drains while turns are measured). The same deliberating turn as ``benchmarks/hooks.py``,
 whose message also says "My <slot> is <value>" (50 slots, so later values supersede).
 
-- ``post_turn`` p50: A and B alternate round by round (A B, B A, A B…) in the same minutes,
-  so the shared host's drift hits both; the ratio B/A is given per round and overall.
+- ``post_turn`` p50: A and B alternate turn by turn (A B A B…; a round starts with A, the
+  next with B), so the shared host's load hits both alike; the ratio B/A is given per round
+  and overall. B's queue is not drained meanwhile, so both hold the same memories.
 - drain: B's queue (every turn B's rounds queued, then ``--drain`` more exchanges) drained
   by ``extract_pending`` — claim, extract, embed, learn (admission, dedup, supersession) and
   delete — in turns per second, three times.
@@ -64,22 +65,25 @@ class Side:
 
     async def post_turns(self, count: int) -> list[float]:
         """``count`` turns; the post_turn milliseconds of each."""
-        times = []
-        for _ in range(count):
-            self.clock.advance(seconds=7)
-            turn, outcome = _turn(self.n)
-            self.n += 1
-            ctx = await self.kernel.pre_turn(turn)
-            t0 = time.perf_counter()
-            await self.kernel.post_turn(ctx.turn, outcome)
-            times.append((time.perf_counter() - t0) * 1000)
-        return times
+        return [await self.one() for _ in range(count)]
+
+    async def one(self) -> float:
+        """One turn; its post_turn milliseconds."""
+        self.clock.advance(seconds=7)
+        turn, outcome = _turn(self.n)
+        self.n += 1
+        ctx = await self.kernel.pre_turn(turn)
+        t0 = time.perf_counter()
+        await self.kernel.post_turn(ctx.turn, outcome)
+        return (time.perf_counter() - t0) * 1000
 
 
 async def _open(dsn: str | None, data_dir: Path, extractor: FakeExtractor | None) -> Side:
     schema = f"bench_extract_{uuid.uuid4().hex[:8]}"
+    # A: extraction off (also once a default extractor exists); B: the FakeExtractor.
+    queue = {"worker": False, "enabled": extractor is not None}
     config = MemoryKernelConfig.from_mapping(
-        {"storage": {"schema_name": schema}, "extraction": {"worker": False}}
+        {"storage": {"schema_name": schema}, "extraction": queue}
     )
     clock = FrozenClock()
     kernel = await MemoryKernel.open(
@@ -105,14 +109,16 @@ async def run(args: argparse.Namespace) -> None:
             for side in (a, b):
                 await seed(side.kernel, args.decisions, side.clock)
                 await side.post_turns(args.warmup)
-            await b.kernel.extract_pending(limit=1_000_000)  # the warm-up's turns
             cpu_before = cpu_ns_per_step()
             per_round: list[tuple[float, float]] = []
             all_a: list[float] = []
             all_b: list[float] = []
             for r in range(args.rounds):
                 order = (a, b) if r % 2 == 0 else (b, a)
-                got = {id(s): await s.post_turns(args.turns) for s in order}
+                got: dict[int, list[float]] = {id(a): [], id(b): []}
+                for _ in range(args.turns):
+                    for side in order:
+                        got[id(side)].append(await side.one())
                 all_a += got[id(a)]
                 all_b += got[id(b)]
                 per_round.append((statistics.median(got[id(a)]), statistics.median(got[id(b)])))

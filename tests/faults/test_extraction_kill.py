@@ -127,7 +127,7 @@ async def _sweep(pg_dsn: str, drop_schema: str, points: tuple[int, ...]) -> None
     start = datetime(2026, 1, 1, tzinfo=UTC)
     # The restarted drain runs after every lease the killed one took has run out.
     later = FrozenClock(datetime.now(UTC) + timedelta(days=1))
-    config = schema_config(drop_schema, **QUIET, extraction=QUEUE)
+    config = schema_config(drop_schema, **{**QUIET, "extraction": QUEUE})
     for kill_at in points:
         agent = f"killed-at-{kill_at}"
         async with MemoryKernel.open(

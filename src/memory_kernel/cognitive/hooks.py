@@ -307,14 +307,14 @@ class CognitiveLayer:
             learned = await self._heart.facts.learn_prepared(remembered)
             if report_event is not None:  # the context report, for `memory-kernel inspect`
                 await write_events(conn, [report_event])
-            stored = await turns.record(
+            await turns.record(
                 said,
                 said_vectors,
                 agent_id=turn.agent_id,
                 session_id=turn.session_id,
                 episode_id=turn.episode_id,
+                queue_at=self._heart.extraction.queue_time(),  # None: no extractor
             )
-            await self._heart.extraction.enqueue(turn.agent_id, stored)  # no extractor: no-op
             # Last, so a bad episode id fails the turn after every other write (all roll back).
             await self._heart.episodes.record_turn(
                 agent_id=turn.agent_id, episode_id=turn.episode_id

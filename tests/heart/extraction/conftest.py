@@ -9,12 +9,21 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from memory_kernel import MemoryKernel
+from memory_kernel import MemoryKernel, MemoryKernelConfig
 from memory_kernel.storage.tables import extraction_queue
 from memory_kernel.testing import FakeEmbedder, FakeExtractor, FrozenClock
 from tests.conftest import QUIET, schema_config
 
-QUEUE_QUIET: dict[str, dict[str, object]] = {**QUIET, "extraction": {"worker": False}}
+
+def queue_config(schema: str, **extraction: object) -> MemoryKernelConfig:
+    """A config on ``schema`` without background workers (the extraction worker off unless
+    ``worker=True``), with these ``extraction`` settings."""
+    return schema_config(
+        schema,
+        storage=dict(QUIET["storage"]),
+        consolidation=dict(QUIET["consolidation"]),
+        extraction={"worker": False, **extraction},
+    )
 
 
 @pytest.fixture
@@ -30,7 +39,7 @@ async def xkernel(
     embedder: FakeEmbedder,
     extractor: FakeExtractor,
 ) -> AsyncIterator[MemoryKernel]:
-    config = schema_config(drop_schema, **QUEUE_QUIET)
+    config = queue_config(drop_schema)
     async with MemoryKernel.open(
         pg_dsn, config=config, clock=clock, embedder=embedder, extractor=extractor
     ) as kernel:

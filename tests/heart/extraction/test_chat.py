@@ -22,8 +22,7 @@ from memory_kernel.models.turns import TurnInput, TurnOutcome
 from memory_kernel.protocols import FactExtractor
 from memory_kernel.storage.tables import facts, turns
 from memory_kernel.testing import FakeEmbedder, FrozenClock
-from tests.conftest import QUIET, schema_config
-from tests.heart.extraction.conftest import queue_rows
+from tests.heart.extraction.conftest import queue_config, queue_rows
 from tests.httpserver import Reply, Request, Server, json_reply, serve
 
 AGENT = "agent-c"
@@ -193,7 +192,7 @@ async def test_the_kernel_keeps_turns_while_the_endpoint_fails_and_learns_them_o
     server: Server, model: Model, pg_dsn: str, drop_schema: str
 ) -> None:
     clock = FrozenClock()
-    config = schema_config(drop_schema, **QUIET, extraction={"worker": False, "batch_size": 8})
+    config = queue_config(drop_schema, batch_size=8)
     async with (
         _extractor(server.url, max_retries=0) as extractor,
         MemoryKernel.open(

@@ -1,9 +1,9 @@
 """``kernel.heart.extraction``: facts extracted from the conversation, off the hot path.
 
-``post_turn`` queues the exchange's stored turns in its own unit of work (:meth:`enqueue`,
-one INSERT; nothing when no extractor is configured). A drain — the background worker,
-``consolidate`` (first, so the night's passes see the facts) or
-``MemoryKernel.extract_pending`` — then, for one agent at a time:
+``post_turn`` queues the exchange's turns in its own unit of work: the statement that
+stores them queues them (:meth:`queue_time`; nothing when no extractor is configured). A
+drain — the background worker, ``consolidate`` (first, so the night's passes see the facts)
+or ``MemoryKernel.extract_pending`` — then, for one agent at a time:
 
 1. claims a batch of the agent's turns, oldest first (``store.claim``: a short transaction
    that leases the rows to this drain and counts an attempt);
@@ -26,6 +26,7 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime
 
 from memory_kernel.errors import ExtractorError, MemoryKernelError, ValidationError
 from memory_kernel.heart.extraction import policy, store
@@ -83,13 +84,11 @@ class ExtractionService:
         """Whether turns are queued: an extractor is configured and extraction enabled."""
         return self._rt.extractor is not None and self._rt.config.extraction.enabled
 
-    async def enqueue(self, agent_id: str, turn_ids: Sequence[uuid.UUID]) -> None:
-        """Queue stored turns for extraction; joins a caller's open unit of work (post_turn's,
-        so a turn that is not recorded is not queued either)."""
-        if not turn_ids or not self.active:
-            return
-        async with self._rt.db.transaction() as conn:
-            await store.enqueue(conn, agent_id, turn_ids, self._rt.clock.now())
+    def queue_time(self) -> datetime | None:
+        """What ``post_turn`` passes to ``TurnService.record``: the time its turns are queued
+        at (the turns' insert queues them in the same statement, in the turn's unit of work,
+        so a turn that is not recorded is not queued either); ``None``: not queued."""
+        return self._rt.clock.now() if self.active else None
 
     async def state(self, agent_id: str) -> ExtractionQueueState:
         """The agent's queue: waiting, retrying and parked turns, the newest error."""

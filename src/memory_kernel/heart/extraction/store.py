@@ -1,4 +1,5 @@
-"""The SQL of the extraction queue: enqueue, list due agents, claim, settle, fail, count.
+"""The SQL of the extraction queue: enqueue (inside the turns' insert), list due agents,
+claim, settle, fail, count.
 
 Functions take a connection and never commit; every statement names the agent. A claim is
 two short statements in one transaction (under the agent's ``mk-extract`` lock, so two
@@ -15,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, func, select
-from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy import CTE, DateTime, Insert, and_, bindparam, func, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.extraction.policy import Queued
@@ -31,7 +32,7 @@ __all__ = [
     "claim",
     "counts",
     "due_agents",
-    "enqueue",
+    "enqueue_stored",
     "fail",
     "lock_agent",
     "mark_claimed",
@@ -42,21 +43,17 @@ LOCK_SCOPE = "mk-extract"
 _q, _t, _e = extraction_queue.c, turns.c, episodes.c
 _IDS = ARRAY(_q.turn_id.type)
 
-_ENQUEUE = insert(extraction_queue).on_conflict_do_nothing(index_elements=[_q.agent_id, _q.turn_id])
+_QUEUED_AT = bindparam("queued_at", type_=DateTime(timezone=True))
 
 
-async def enqueue(
-    conn: AsyncConnection, agent_id: str, turn_ids: Sequence[uuid.UUID], at: datetime
-) -> None:
-    """Queue stored turns (one statement); a turn already queued stays as it is."""
-    if turn_ids:
-        await conn.execute(
-            _ENQUEUE,
-            [
-                {"agent_id": agent_id, "turn_id": t, "enqueued_at": at, "due_at": at}
-                for t in turn_ids
-            ],
-        )
+def enqueue_stored(stored: CTE) -> Insert:
+    """Queue the turns a data-modifying CTE stores (its ``agent_id`` and ``id``), in the
+    same statement: ``post_turn`` stores and queues an exchange in one round trip. Execute
+    with ``queued_at``."""
+    return extraction_queue.insert().from_select(
+        ["agent_id", "turn_id", "enqueued_at", "due_at"],
+        select(stored.c.agent_id, stored.c.id, _QUEUED_AT, _QUEUED_AT),
+    )
 
 
 async def due_agents(conn: AsyncConnection, now: datetime, limit: int) -> list[str]:

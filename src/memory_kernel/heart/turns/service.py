@@ -45,21 +45,22 @@ class TurnService:
         agent_id: str,
         session_id: str,
         episode_id: uuid.UUID | None,
-    ) -> list[uuid.UUID]:
-        """Store an exchange's texts; joins a caller's open unit of work. Returns the stored
-        turns' ids, in the order of ``said``."""
+        queue_at: datetime | None = None,
+    ) -> None:
+        """Store an exchange's texts; joins a caller's open unit of work. With ``queue_at``
+        (``ExtractionService.queue_time``) they are queued for fact extraction too, in the
+        same statement."""
         check_agent_id(agent_id)
         if not said:
-            return []
+            return
         new = rows(
             list(said), list(vectors), agent_id=agent_id, session_id=session_id,
             episode_id=episode_id,
         )  # fmt: skip
         async with self._rt.db.transaction() as conn:
-            await store.insert(conn, new)
+            await store.insert(conn, new, queue_at=queue_at)
         # A promoted agent's new rows wait, staged, for the index worker.
         self._rt.db.staged.note("turns", [agent_id])
-        return [row["id"] for row in new]
 
     async def of_episode(self, *, agent_id: str, episode_id: uuid.UUID) -> list[store.StoredTurn]:
         """The episode's turns, in the order they were said."""

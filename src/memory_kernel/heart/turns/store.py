@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Text, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.heart.extraction import store as extraction_store
 from memory_kernel.storage.tables import turns
 
 __all__ = ["StoredTurn", "by_episode", "insert"]
@@ -31,10 +32,18 @@ class StoredTurn:
     created_at: datetime
 
 
-async def insert(conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Store the rows of an exchange (``policy.rows``) in one statement."""
-    if rows:
+async def insert(
+    conn: AsyncConnection, rows: Sequence[Mapping[str, Any]], *, queue_at: datetime | None = None
+) -> None:
+    """Store the rows of an exchange (``policy.rows``) in one statement; with ``queue_at``,
+    the same statement queues them for fact extraction (``heart/extraction``)."""
+    if not rows:
+        return
+    if queue_at is None:
         await conn.execute(_INSERT, list(rows))
+        return
+    stored = turns.insert().values(list(rows)).returning(_c.agent_id, _c.id).cte("stored")
+    await conn.execute(extraction_store.enqueue_stored(stored), {"queued_at": queue_at})
 
 
 _BY_EPISODE = (
