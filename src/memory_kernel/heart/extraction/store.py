@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import CTE, DateTime, Insert, and_, bindparam, func, select
+from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -32,7 +32,6 @@ __all__ = [
     "claim",
     "counts",
     "due_agents",
-    "enqueue_stored",
     "fail",
     "lock_agent",
     "mark_claimed",
@@ -43,17 +42,13 @@ LOCK_SCOPE = "mk-extract"
 _q, _t, _e = extraction_queue.c, turns.c, episodes.c
 _IDS = ARRAY(_q.turn_id.type)
 
-_QUEUED_AT = bindparam("queued_at", type_=DateTime(timezone=True))
-
-
-def enqueue_stored(stored: CTE) -> Insert:
-    """Queue the turns a data-modifying CTE stores (its ``agent_id`` and ``id``), in the
-    same statement: ``post_turn`` stores and queues an exchange in one round trip. Execute
-    with ``queued_at``."""
-    return extraction_queue.insert().from_select(
-        ["agent_id", "turn_id", "enqueued_at", "due_at"],
-        select(stored.c.agent_id, stored.c.id, _QUEUED_AT, _QUEUED_AT),
-    )
+#: The tail of a statement that stores turns in a CTE ``stored`` (``agent_id``, ``id``) and
+#: queues them in the same round trip (``post_turn``: ``heart.turns.store``); binds
+#: ``queued_at``.
+ENQUEUE_STORED = (
+    "INSERT INTO extraction_queue (agent_id, turn_id, enqueued_at, due_at)"
+    " SELECT agent_id, id, :queued_at, :queued_at FROM stored"
+)
 
 
 async def due_agents(conn: AsyncConnection, now: datetime, limit: int) -> list[str]:

@@ -6,13 +6,14 @@ pruning, invariant 1).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Text, bindparam, func, select
+from sqlalchemy import DateTime, Text, TextClause, bindparam, func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.extraction import store as extraction_store
@@ -42,8 +43,26 @@ async def insert(
     if queue_at is None:
         await conn.execute(_INSERT, list(rows))
         return
-    stored = turns.insert().values(list(rows)).returning(_c.agent_id, _c.id).cte("stored")
-    await conn.execute(extraction_store.enqueue_stored(stored), {"queued_at": queue_at})
+    params: dict[str, Any] = {"queued_at": queue_at}
+    for i, row in enumerate(rows):
+        params |= {f"{key}_{i}": value for key, value in row.items()}
+    await conn.execute(_insert_queued(tuple(rows[0]), len(rows)), params)
+
+
+@functools.cache
+def _insert_queued(keys: tuple[str, ...], n: int) -> TextClause:
+    """``WITH stored AS (INSERT INTO turns … RETURNING agent_id, id) INSERT INTO
+    extraction_queue …`` for ``n`` rows of these columns, as text built once per shape: a
+    multi-row ``insert().values([...])`` construct is compiled afresh at every call
+    (SQLAlchemy does not cache it), which cost more than the round trip it saves."""
+    # The columns are the turns table's own (``turns.c[k]`` raises for any other name).
+    types = [bindparam(f"{k}_{i}", type_=turns.c[k].type) for i in range(n) for k in keys]
+    rows = ", ".join("(" + ", ".join(f":{k}_{i}" for k in keys) + ")" for i in range(n))
+    sql = (
+        f"WITH stored AS (INSERT INTO turns ({', '.join(keys)}) VALUES {rows}"  # noqa: S608
+        " RETURNING agent_id, id) " + extraction_store.ENQUEUE_STORED
+    )
+    return text(sql).bindparams(*types, bindparam("queued_at", type_=DateTime(timezone=True)))
 
 
 _BY_EPISODE = (
