@@ -96,6 +96,7 @@ async def open_promotable(pg_dsn: str, schema: str, *, index_worker: bool) -> Me
 QUIET: dict[str, dict[str, object]] = {
     "consolidation": {"embed_worker": False},
     "storage": {"index_worker": False},
+    "extraction": {"worker": False},
 }
 
 

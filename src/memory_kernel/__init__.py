@@ -8,6 +8,7 @@ from memory_kernel.config import (
     BrainConfig,
     ConsolidationConfig,
     ContextConfig,
+    ExtractionConfig,
     HeartConfig,
     MemoryKernelConfig,
     StorageConfig,
@@ -51,6 +52,7 @@ from memory_kernel.errors import (
     StorageError,
     ValidationError,
 )
+from memory_kernel.heart.extraction import ChatExtractor
 from memory_kernel.inspection import (
     AgentInspection,
     ContextReportEntry,
@@ -121,7 +123,12 @@ from memory_kernel.models.episodes import (
     EpisodeInput,
     EpisodeStart,
 )
-from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
+from memory_kernel.models.extraction import (
+    ExtractedFact,
+    ExtractionQueueState,
+    ExtractionReport,
+    ExtractionTurn,
+)
 from memory_kernel.models.facts import (
     Fact,
     FactInput,
@@ -165,6 +172,7 @@ __all__ = [
     "AgentRunStatus",
     "AssembledContext",
     "BrainConfig",
+    "ChatExtractor",
     "ChatJudge",
     "Clock",
     "ConfigError",
@@ -210,6 +218,9 @@ __all__ = [
     "EventKind",
     "ExtensionMissingError",
     "ExtractedFact",
+    "ExtractionConfig",
+    "ExtractionQueueState",
+    "ExtractionReport",
     "ExtractionTurn",
     "ExtractorError",
     "Fact",

@@ -1,4 +1,4 @@
-"""The HTTP half shared by the OpenAI-compatible embedder and chat judge.
+"""The HTTP half shared by the OpenAI-compatible embedder, chat judge and chat extractor.
 
 One place decides what is retried: transport errors, timeouts, HTTP 429 and 5xx, with
 exponential backoff (tenacity); any other non-2xx answer fails at once, because repeating
@@ -8,9 +8,11 @@ caller's own error type (``EmbedderError`` or ``JudgeError``), prefixed with its
 
 from __future__ import annotations
 
+import re
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
+import pydantic
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from memory_kernel.errors import ConfigError, MemoryKernelError
@@ -18,9 +20,33 @@ from memory_kernel.errors import ConfigError, MemoryKernelError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["HTTPBacked", "OpenAICompatibleHTTP"]
+__all__ = ["HTTPBacked", "OpenAICompatibleHTTP", "chat_content"]
 
 _SNIPPET = 200
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+class _Message(pydantic.BaseModel):
+    content: str | None = None
+
+
+class _Choice(pydantic.BaseModel):
+    message: _Message
+
+
+class _Completion(pydantic.BaseModel):
+    choices: list[_Choice] = pydantic.Field(min_length=1)
+
+
+def chat_content(body: bytes) -> str | None:
+    """The text of a ``/chat/completions`` answer (its first choice), without the
+    ```json fences models like to add; ``None`` when the body is no completion."""
+    try:
+        content = _Completion.model_validate_json(body).choices[0].message.content or ""
+    except pydantic.ValidationError:
+        return None
+    fenced = _FENCE.match(content)
+    return fenced.group(1) if fenced else content
 
 
 class _RetryableStatus(Exception):

@@ -2,8 +2,9 @@
 
 :func:`inspect_agent` reads, for one agent: counts by status per kind, the newest current
 facts with the versions they superseded (following ``superseded_by`` backwards), the
-decisions the gate rejected or soft-deleted with their reasons, and the last context
-reports ``post_turn`` persisted (``context_assembled`` events). Read-only; every query is
+decisions the gate rejected or soft-deleted with their reasons, the last context
+reports ``post_turn`` persisted (``context_assembled`` events) and the turns waiting for
+fact extraction (queued, failing, parked). Read-only; every query is
 scoped by ``agent_id``. Rendering lives in :mod:`memory_kernel.inspection_render`.
 
 From Python: ``await inspect_agent(kernel.database, "a1", limit=5)``.
@@ -21,11 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.brain.store import to_decision
 from memory_kernel.errors import ValidationError
+from memory_kernel.heart.extraction import store as extraction_store
 from memory_kernel.heart.facts.store import FACT_COLUMNS, to_fact
 from memory_kernel.models.base import OutputModel
 from memory_kernel.models.context import ContextReport
 from memory_kernel.models.decisions import Decision
 from memory_kernel.models.enums import EventKind, FactStatus, MemoryKind
+from memory_kernel.models.extraction import ExtractionQueueState
 from memory_kernel.models.facts import Fact
 from memory_kernel.storage.database import Database
 from memory_kernel.storage.tables import decisions, episodes, facts, memory_events
@@ -82,6 +85,8 @@ class AgentInspection(OutputModel):
     facts: tuple[FactChain, ...]
     rejected_decisions: tuple[Decision, ...]
     context_reports: tuple[ContextReportEntry, ...]
+    #: Turns waiting for fact extraction, failing, or parked after their last attempt.
+    extraction: ExtractionQueueState = ExtractionQueueState()
 
     def count(self, kind: MemoryKind, status: str) -> int:
         """How many memories of ``kind`` have ``status`` (0 when none)."""
@@ -98,12 +103,14 @@ async def inspect_agent(database: Database, agent_id: str, *, limit: int = 10) -
         chains = await _fact_chains(conn, agent_id, limit)
         rejected = await _rejected_decisions(conn, agent_id, limit)
         reports = await _context_reports(conn, agent_id, limit)
+        extraction = await extraction_store.counts(conn, agent_id)
     return AgentInspection(
         agent_id=agent_id,
         counts=counts,
         facts=chains,
         rejected_decisions=rejected,
         context_reports=reports,
+        extraction=extraction,
     )
 
 

@@ -30,6 +30,13 @@ def render_inspection(result: AgentInspection, console: Console) -> None:
     console.print(_facts_table(result))
     console.print(_rejected_table(result))
     console.print(_reports_table(result.context_reports))
+    queue = result.extraction
+    if queue.queued or queue.parked:
+        console.print(
+            f"fact extraction: {queue.queued} turn(s) queued ({queue.retrying} retrying), "
+            f"{queue.parked} parked"
+            + (f"; last error: {_short(queue.last_error)}" if queue.last_error else "")
+        )
 
 
 def _counts_table(result: AgentInspection) -> Table:

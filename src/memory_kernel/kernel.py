@@ -16,14 +16,17 @@ from memory_kernel.consolidation.phases import ProgressCallback
 from memory_kernel.context.engine import ContextEngine
 from memory_kernel.embeddings import HashingEmbedder
 from memory_kernel.heart import Heart
+from memory_kernel.heart.extraction import default_extractor
+from memory_kernel.heart.extraction.worker import ExtractionWorker
 from memory_kernel.inspection import AgentInspection, inspect_agent
 from memory_kernel.judges.base import Judge
 from memory_kernel.models.consolidation import ConsolidationReport
 from memory_kernel.models.context import MemoryHit, SearchType
 from memory_kernel.models.decisions import GateStats
 from memory_kernel.models.episodes import EpisodeEnd
+from memory_kernel.models.extraction import ExtractionReport
 from memory_kernel.models.turns import TurnContext, TurnHandle, TurnInput, TurnOutcome, TurnResult
-from memory_kernel.protocols import CheckedClock, Clock, Embedder, SystemClock
+from memory_kernel.protocols import CheckedClock, Clock, Embedder, FactExtractor, SystemClock
 from memory_kernel.runtime import Runtime
 from memory_kernel.storage.database import Database, ServerInfo
 from memory_kernel.storage.embedded import EmbeddedServer
@@ -50,6 +53,7 @@ class MemoryKernel:
         config: MemoryKernelConfig,
         clock: Clock,
         judge: Judge | None = None,
+        extractor: FactExtractor | None = None,
     ) -> None:
         self.config = config
         self.embedder = embedder
@@ -58,8 +62,9 @@ class MemoryKernel:
         # Every part reads time through the runtime: a bad reading fails there, typed.
         checked = clock if isinstance(clock, CheckedClock) else CheckedClock(clock)
         self._runtime = Runtime(
-            db=database, embedder=embedder, clock=checked, config=config, judge=judge
-        )
+            db=database, embedder=embedder, clock=checked, config=config, judge=judge,
+            extractor=extractor,
+        )  # fmt: skip
         #: Facts and episodes.
         self.heart = Heart(self._runtime)
         #: Decisions.
@@ -67,11 +72,17 @@ class MemoryKernel:
         #: Relevance masks, lazy node fetch, recall and budgeted assembly.
         self.context = ContextEngine(self._runtime, slot_judges=self.heart.facts.slot_judge)
         self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain, self.context)
-        self._consolidator = Consolidator(self._runtime, self.heart.facts, self.heart.episodes)
+        self._consolidator = Consolidator(
+            self._runtime, self.heart.facts, self.heart.episodes, self.heart.extraction
+        )
         # Embeds pending_embed facts in the background; started by open(), stopped by close().
         self._embedding_worker = EmbeddingWorker(self._runtime, self.heart.facts)
         # Moves staged facts/episodes into their HNSW index; started by open() too.
         self._index_worker = IndexWorker(database)
+        # Drains the extraction queue (facts from the turns); started by open() too.
+        self._extraction_worker = ExtractionWorker(
+            self.heart.extraction, config.extraction.worker_poll_s
+        )
         self._closed = False
 
     @classmethod
@@ -84,6 +95,7 @@ class MemoryKernel:
         data_dir: str | Path | None = None,
         clock: Clock | None = None,
         judge: Judge | None = None,
+        extractor: FactExtractor | None = None,
     ) -> _Opening:
         """Open a store: ``dsn`` (or ``MEMORY_KERNEL_DSN``), else the embedded server.
 
@@ -91,6 +103,9 @@ class MemoryKernel:
         head, and the embedder is checked against the one the store was built with. The
         ``clock`` is checked on open and at every reading: a naive datetime, or one outside
         the years 1900-9000, raises ``ConfigError`` (``protocols.CheckedClock``).
+        ``extractor`` finds facts in the turns (``protocols.FactExtractor``; e.g.
+        ``ChatExtractor``), off the hot path: ``post_turn`` queues the turns, a background
+        worker, ``consolidate`` and :meth:`extract_pending` drain the queue.
         """
         return _Opening(
             cls,
@@ -100,6 +115,7 @@ class MemoryKernel:
             data_dir=None if data_dir is None else Path(data_dir),
             clock=clock,
             judge=judge,
+            extractor=extractor,
         )
 
     async def pre_turn(self, turn: TurnInput) -> TurnContext:
@@ -120,6 +136,14 @@ class MemoryKernel:
         """End the agent's episodes that saw no turn for ``episode_idle_end_s`` (as
         ``end_session`` does); ``consolidate`` does it too."""
         return await self.heart.episodes.end_idle(agent_id)
+
+    async def extract_pending(
+        self, agent_id: str | None = None, *, limit: int = 1000
+    ) -> ExtractionReport:
+        """Extract facts from up to ``limit`` queued turns now — of ``agent_id``, or of every
+        agent — for hosts that drain the queue themselves (``ExtractionConfig.worker`` off)
+        or must see the facts at once. Failed turns stay queued for a retry."""
+        return await self.heart.extraction.drain(agent_id, limit=limit)
 
     async def search_memory(
         self,
@@ -151,9 +175,10 @@ class MemoryKernel:
     async def consolidate(
         self, agent_id: str, *, dry_run: bool = False, progress: ProgressCallback | None = None
     ) -> ConsolidationReport:
-        """Nightly maintenance of one agent: end idle episodes, embed pending facts,
-        evidence and decay, contradictions, duplicate merging, deprecation. Skipped (and
-        reported) when another worker is consolidating the same agent."""
+        """Nightly maintenance of one agent: extract facts from its queued turns, end idle
+        episodes, embed pending facts, evidence and decay, contradictions, duplicate
+        merging, deprecation. Skipped (and reported) when another worker is consolidating
+        the same agent."""
         return await self._consolidator.consolidate(agent_id, dry_run=dry_run, progress=progress)
 
     async def consolidate_all(
@@ -189,6 +214,7 @@ class MemoryKernel:
             return
         self._closed = True
         await self._embedding_worker.stop()
+        await self._extraction_worker.stop()
         await self._index_worker.stop()
         await self.context.close()
         await self._db.close()
@@ -239,6 +265,7 @@ async def _open(
     data_dir: Path | None,
     clock: Clock | None,
     judge: Judge | None,
+    extractor: FactExtractor | None,
 ) -> MemoryKernel:
     config = config or MemoryKernelConfig()
     embedder = embedder or HashingEmbedder()
@@ -254,9 +281,15 @@ async def _open(
         "memory-kernel open",
         extra={"schema": config.storage.schema_name, "embedded": database.server is not None},
     )
-    kernel = cls(database=database, embedder=embedder, config=config, clock=clock, judge=judge)
+    extractor = extractor if extractor is not None else default_extractor()
+    kernel = cls(
+        database=database, embedder=embedder, config=config, clock=clock, judge=judge,
+        extractor=extractor,
+    )  # fmt: skip
     if config.consolidation.embed_worker:
         kernel._embedding_worker.start()
     if config.storage.index_worker:
         kernel._index_worker.start()
+    if config.extraction.worker and kernel.heart.extraction.extractor is not None:
+        kernel._extraction_worker.start()
     return kernel

@@ -5,6 +5,7 @@ the protocols, just controllable."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -15,9 +16,10 @@ import numpy as np
 from memory_kernel.embeddings import HashingEmbedder
 from memory_kernel.errors import JudgeError
 from memory_kernel.judges.base import AdmissionRequest
+from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
 from memory_kernel.vectors import FloatMatrix
 
-__all__ = ["FakeEmbedder", "FrozenClock", "ScriptedJudge"]
+__all__ = ["FakeEmbedder", "FakeExtractor", "FrozenClock", "ScriptedJudge"]
 
 
 class FrozenClock:
@@ -124,3 +126,53 @@ class ScriptedJudge:
         if isinstance(item, BaseException) and not isinstance(item, JudgeError):
             raise item
         return item
+
+
+class FakeExtractor:
+    """A deterministic fact extractor: every "my <slot> is <value>" a user says becomes
+    "The user's <slot> is <value>." with subject "user <slot>" (so a later value of the
+    slot supersedes it); assistant turns give nothing.
+
+    ``fail`` makes every call raise; ``fail_on`` makes a call raise when one of its turns
+    contains that text (a "poison" turn); ``delay_s`` makes calls sleep first. ``calls``
+    counts calls, ``batches`` keeps the turn ids of each call.
+    """
+
+    _SLOT = re.compile(r"\bmy ([a-z][a-z ]{0,40}?) is ([^.,;!?\n]+)", re.IGNORECASE)
+
+    def __init__(self, *, name: str = "fake-extractor", confidence: float = 0.8) -> None:
+        self._name = name
+        self._confidence = confidence
+        self.fail: BaseException | None = None
+        self.fail_on: str | None = None
+        self.delay_s = 0.0
+        self.calls = 0
+        self.batches: list[list[Any]] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def extract(self, turns: Sequence[ExtractionTurn]) -> list[list[ExtractedFact]]:
+        self.calls += 1
+        self.batches.append([t.turn_id for t in turns])
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.fail is not None:
+            raise self.fail
+        if self.fail_on is not None and any(self.fail_on in t.text for t in turns):
+            raise RuntimeError(f"FakeExtractor: a turn contains {self.fail_on!r}")
+        return [self.facts_of(t) for t in turns]
+
+    def facts_of(self, turn: ExtractionTurn) -> list[ExtractedFact]:
+        """What :meth:`extract` finds in one turn."""
+        if turn.role != "user":
+            return []
+        return [
+            ExtractedFact(
+                content=f"The user's {slot.strip().lower()} is {value.strip()}.",
+                subject=f"user {slot.strip().lower()}",
+                confidence=self._confidence,
+            )
+            for slot, value in self._SLOT.findall(turn.text)
+        ]

@@ -55,6 +55,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("storage/indexer.py", "partition"): "agent_partitions: partition_name(), a hex digest",
     ("storage/indexer.py", "staged"): "storage.search.tiers: a fixed predicate",
     ("heart/facts/store.py", "_NEAREST"): "storage.search.knn_sql over constants",
+    ("heart/turns/store.py", "', '.join(keys)"): "the turns table's own column names (turns.c)",
+    ("heart/turns/store.py", "rows"): "'(:<column>_<i>, ...)' bound-parameter names",
     ("heart/facts/store_write.py", "_NEW_NAMES"): "names of the facts table's own columns",
     ("heart/facts/store_write.py", "_NEW_VALUES"): "the facts table's own column names, types",
     ("heart/facts/store_write.py", "_NEW_ARRAYS"): ":i_<column> placeholders, column types",

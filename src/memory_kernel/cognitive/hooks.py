@@ -28,8 +28,9 @@ is built on other connections:
    score (0.6-0.8, see ``brain.gate``), so later turns recall it passively; a turn whose
    tool calls errored is not rejected for that placeholder confidence;
 4. ``TurnOutcome.decision_outcomes`` are recorded (``brain.record_outcome``);
-5. the exchange (the user's message and the reply, with their times) is stored as turns,
-   and the episode records the turn — also when no decision was recorded.
+5. the exchange (the user's message and the reply, with their times) is stored as turns
+   (and queued for fact extraction, when an extractor is configured), and the episode
+   records the turn — also when no decision was recorded.
 
 The brain's and the heart's operations called inside a unit join it. Locks are always taken
 in the same order — the turn's decision row, the session's decision lock, then episodes —
@@ -312,6 +313,7 @@ class CognitiveLayer:
                 agent_id=turn.agent_id,
                 session_id=turn.session_id,
                 episode_id=turn.episode_id,
+                queue_at=self._heart.extraction.queue_time(),  # None: no extractor
             )
             # Last, so a bad episode id fails the turn after every other write (all roll back).
             await self._heart.episodes.record_turn(

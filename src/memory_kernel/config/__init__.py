@@ -18,6 +18,7 @@ from memory_kernel.config._base import Frozen
 from memory_kernel.config.brain import BrainConfig
 from memory_kernel.config.consolidation import ConsolidationConfig
 from memory_kernel.config.context import ContextConfig
+from memory_kernel.config.extraction import ExtractionConfig
 from memory_kernel.config.heart import HeartConfig
 from memory_kernel.config.storage import StorageConfig
 from memory_kernel.errors import ConfigError
@@ -26,6 +27,7 @@ __all__ = [
     "BrainConfig",
     "ConsolidationConfig",
     "ContextConfig",
+    "ExtractionConfig",
     "HeartConfig",
     "MemoryKernelConfig",
     "StorageConfig",
@@ -40,6 +42,7 @@ class MemoryKernelConfig(Frozen):
     brain: BrainConfig = BrainConfig()
     context: ContextConfig = ContextConfig()
     consolidation: ConsolidationConfig = ConsolidationConfig()
+    extraction: ExtractionConfig = ExtractionConfig()
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> Self:

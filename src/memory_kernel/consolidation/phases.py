@@ -22,6 +22,7 @@ from memory_kernel.consolidation.merge_phase import decide
 from memory_kernel.consolidation.write_phase import apply_all, deprecate_all
 from memory_kernel.errors import EmbedderError
 from memory_kernel.heart.episodes.service import EpisodeService
+from memory_kernel.heart.extraction.service import ExtractionService
 from memory_kernel.heart.facts.service import FactService
 from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.consolidation import ConsolidationPhase as Phase
@@ -33,6 +34,8 @@ __all__ = ["AgentRun", "ProgressCallback"]
 
 # Pending-queue rounds per run: a bound, in case facts keep arriving while it drains.
 _MAX_PENDING_ROUNDS = 1000
+# Queued turns one run extracts at most (turns may keep arriving while it drains).
+_MAX_EXTRACTED = 100_000
 
 
 class AgentRun:
@@ -47,9 +50,10 @@ class AgentRun:
         dry_run: bool,
         progress: ProgressCallback | None,
         episodes: EpisodeService | None = None,
+        extraction: ExtractionService | None = None,
     ) -> None:
         self.rt, self.facts, self.agent_id, self.dry_run = rt, facts_service, agent_id, dry_run
-        self.episodes = episodes
+        self.episodes, self.extraction = episodes, extraction
         self.ctx = RunContext(
             rt, facts_service, agent_id, dry_run=dry_run, progress=progress, now=rt.clock.now()
         )
@@ -80,6 +84,7 @@ class AgentRun:
         return self.ctx.ambiguous
 
     async def run(self) -> None:
+        await self._extract()
         await self._end_idle_episodes()
         if not self.dry_run:
             await self._phases()
@@ -106,6 +111,19 @@ class AgentRun:
 
     async def _deprecate(self) -> None:
         await deprecate_all(self.ctx)
+
+    # -- fact extraction -------------------------------------------------------------------
+
+    async def _extract(self) -> None:
+        """The agent's queued turns first, so the night's passes see their facts. A dry run
+        leaves the queue alone (an extractor call may be a paid model request). A failing
+        extractor is reported; its turns stay queued for a retry."""
+        if self.extraction is None or self.dry_run:
+            return
+        self.ctx.report(Phase.EXTRACTION)
+        done = await self.extraction.drain_agent(self.agent_id, limit=_MAX_EXTRACTED)
+        self.counts[Action.EXTRACTED] += done.turns
+        self.ctx.errors += [f"fact extraction failed: {e}" for e in done.errors]
 
     # -- idle episodes -----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from memory_kernel.consolidation.policy import ConfidenceChange, ConfidenceState
 from memory_kernel.models.enums import EpisodeStatus, EventKind, FactStatus
 from memory_kernel.storage import locks
 from memory_kernel.storage.search import SEARCHABLE, knn_sql
-from memory_kernel.storage.tables import episodes, facts, memory_events
+from memory_kernel.storage.tables import episodes, extraction_queue, facts, memory_events
 
 __all__ = [
     "active_agents",
@@ -52,15 +52,16 @@ async def unlock(conn: AsyncConnection, agent_id: str) -> None:
 
 
 async def active_agents(conn: AsyncConnection) -> list[str]:
-    """Agents with current facts or ongoing episodes (which may be idle and need ending):
-    a maintenance listing, ids only, nothing of their content."""
+    """Agents with current facts, ongoing episodes (which may be idle and need ending) or
+    turns queued for extraction: a maintenance listing, ids only, nothing of their content."""
     with_facts = select(facts.c.agent_id).where(
         facts.c.status.in_([_ACTIVE, FactStatus.PENDING_EMBED.value])
     )
     with_episodes = select(episodes.c.agent_id).where(
         episodes.c.status == EpisodeStatus.ONGOING.value
     )
-    both = union(with_facts, with_episodes).subquery()
+    with_queue = select(extraction_queue.c.agent_id).where(extraction_queue.c.parked_at.is_(None))
+    both = union(with_facts, with_episodes, with_queue).subquery()
     stmt = select(both.c.agent_id).order_by(both.c.agent_id)
     return [str(a) for a in (await conn.scalars(stmt)).all()]
 

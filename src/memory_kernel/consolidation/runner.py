@@ -19,6 +19,7 @@ from memory_kernel.consolidation import repository as repo
 from memory_kernel.consolidation.phases import AgentRun, ProgressCallback
 from memory_kernel.errors import MemoryKernelError, ValidationError
 from memory_kernel.heart.episodes.service import EpisodeService
+from memory_kernel.heart.extraction.service import ExtractionService
 from memory_kernel.heart.facts.service import FactService
 from memory_kernel.models.consolidation import (
     AgentConsolidation,
@@ -41,11 +42,16 @@ class Consolidator:
     """Runs consolidation for the kernel (``kernel.consolidate`` delegates here)."""
 
     def __init__(
-        self, runtime: Runtime, facts: FactService, episodes: EpisodeService | None = None
+        self,
+        runtime: Runtime,
+        facts: FactService,
+        episodes: EpisodeService | None = None,
+        extraction: ExtractionService | None = None,
     ) -> None:
         self._rt = runtime
         self._facts = facts
         self._episodes = episodes
+        self._extraction = extraction
 
     async def consolidate(
         self, agent_id: str, *, dry_run: bool = False, progress: ProgressCallback | None = None
@@ -120,7 +126,7 @@ class Consolidator:
     ) -> AgentConsolidation:
         run = AgentRun(
             self._rt, self._facts, agent_id, dry_run=dry_run, progress=progress,
-            episodes=self._episodes,
+            episodes=self._episodes, extraction=self._extraction,
         )  # fmt: skip
         status, errors = AgentRunStatus.DONE, run.errors
         try:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import pydantic
 
-from memory_kernel._openai_http import HTTPBacked, OpenAICompatibleHTTP
+from memory_kernel._openai_http import HTTPBacked, OpenAICompatibleHTTP, chat_content
 from memory_kernel.errors import ConfigError, JudgeError
 from memory_kernel.judges.base import AdmissionRequest, AdmissionVerdict
 
@@ -32,7 +31,6 @@ M = TypeVar("M", bound=pydantic.BaseModel)
 _WAIT_FIRST = 0.2
 _WAIT_MAX = 4.0
 _SNIPPET = 200
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 # Items of a run shown to the model; counts are always given in full.
 _MAX_LISTED = 20
 
@@ -48,18 +46,6 @@ Answer with one JSON object and nothing else:
 - MERGE: the new run is similar but complementary to one stored run (e.g. both succeeded
   with different references or approaches); target_run_id is that run.
 target_run_id must be one of the run_ids shown, and is required for REPLACE and MERGE."""
-
-
-class _Message(pydantic.BaseModel):
-    content: str | None = None
-
-
-class _Choice(pydantic.BaseModel):
-    message: _Message
-
-
-class _Completion(pydantic.BaseModel):
-    choices: list[_Choice] = pydantic.Field(min_length=1)
 
 
 def _listed(items: Sequence[str]) -> dict[str, Any]:
@@ -176,12 +162,9 @@ class ChatJudge(HTTPBacked):
         return await self._http.post(payload, label=f"judge {self.name!r}")
 
     def _parse(self, body: bytes, schema: type[M]) -> M:
-        try:
-            content = _Completion.model_validate_json(body).choices[0].message.content or ""
-        except pydantic.ValidationError as exc:
-            raise JudgeError(f"judge {self.name!r}: malformed completion from {self._url}") from exc
-        fenced = _FENCE.match(content)  # models like to wrap JSON in ```json fences
-        text = fenced.group(1) if fenced else content
+        text = chat_content(body)
+        if text is None:
+            raise JudgeError(f"judge {self.name!r}: malformed completion from {self._url}")
         try:
             return schema.model_validate_json(text)
         except pydantic.ValidationError as exc:

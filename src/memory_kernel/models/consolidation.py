@@ -34,10 +34,12 @@ class ConsolidationAction(StrEnum):
     JUDGE_FALLBACK = "judge_fallback"  # an ambiguous case the rules decided instead
     KEPT_BOTH = "kept_both"  # an ambiguous case decided "keep both" (nothing written)
     EPISODES_ENDED = "episodes_ended"  # idle episodes ended (summary + admission)
+    EXTRACTED = "extracted"  # queued turns whose facts were extracted and learned
 
 
 class ConsolidationPhase(StrEnum):
     LOCK = "lock"
+    EXTRACTION = "extraction"
     EPISODES = "episodes"
     PENDING = "pending"
     CONFIDENCE = "confidence"

@@ -11,13 +11,13 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import StrictFloat, field_validator
+from pydantic import Field, StrictFloat, field_validator
 
 from memory_kernel.models.base import OutputModel
 from memory_kernel.models.facts import Statement
 from memory_kernel.validation import check_unit_interval
 
-__all__ = ["ExtractedFact", "ExtractionTurn"]
+__all__ = ["ExtractedFact", "ExtractionQueueState", "ExtractionReport", "ExtractionTurn"]
 
 
 class ExtractionTurn(OutputModel):
@@ -46,3 +46,41 @@ class ExtractedFact(Statement):
     @classmethod
     def _confidence(cls, value: float) -> float:
         return check_unit_interval(value, field="confidence")
+
+
+class ExtractionReport(OutputModel):
+    """What a drain of the extraction queue did (``MemoryKernel.extract_pending``).
+
+    ``turns``: turns whose extraction is done (their queue rows are gone); ``facts``: what
+    learning their facts did, by ``LearnAction`` (``added``, ``reinforced``, ``superseded``,
+    ``rejected``…); ``failed``: turns whose extraction failed and wait to be retried;
+    ``parked``: of those, the turns that failed their last allowed attempt."""
+
+    turns: int = 0
+    facts: dict[str, int] = Field(default_factory=dict)
+    failed: int = 0
+    parked: int = 0
+    errors: tuple[str, ...] = ()
+
+    def __add__(self, other: ExtractionReport) -> ExtractionReport:
+        facts = dict(self.facts)
+        for action, n in other.facts.items():
+            facts[action] = facts.get(action, 0) + n
+        return ExtractionReport(
+            turns=self.turns + other.turns,
+            facts=facts,
+            failed=self.failed + other.failed,
+            parked=self.parked + other.parked,
+            errors=self.errors + other.errors,
+        )
+
+
+class ExtractionQueueState(OutputModel):
+    """An agent's extraction queue (``inspect``): turns waiting (``queued``, of which
+    ``retrying`` failed before), turns ``parked`` after their last allowed failure, and the
+    newest error."""
+
+    queued: int = 0
+    retrying: int = 0
+    parked: int = 0
+    last_error: str | None = None

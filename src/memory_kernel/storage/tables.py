@@ -253,3 +253,21 @@ turn_results = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("agent_id", "turn_id"),
 )
+
+# The stored turns waiting for fact extraction (``heart/extraction``): one row per turn,
+# deleted in the unit of work that learns its facts. ``due_at``: when a drain may claim it
+# (a claim's lease, a failure's backoff push it on); ``parked_at``: set after the last
+# allowed failure (kept and counted, never retried by itself).
+extraction_queue = Table(
+    "extraction_queue",
+    metadata,
+    Column("agent_id", Text, nullable=False),
+    Column("turn_id", UUID(as_uuid=True), nullable=False),
+    Column("enqueued_at", DateTime(timezone=True), nullable=False),
+    Column("due_at", DateTime(timezone=True), nullable=False),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("last_error", Text),
+    Column("claim", UUID(as_uuid=True)),
+    Column("parked_at", DateTime(timezone=True)),
+    PrimaryKeyConstraint("agent_id", "turn_id"),
+)

@@ -45,8 +45,11 @@ class TurnService:
         agent_id: str,
         session_id: str,
         episode_id: uuid.UUID | None,
+        queue_at: datetime | None = None,
     ) -> None:
-        """Store an exchange's texts; joins a caller's open unit of work."""
+        """Store an exchange's texts; joins a caller's open unit of work. With ``queue_at``
+        (``ExtractionService.queue_time``) they are queued for fact extraction too, in the
+        same statement."""
         check_agent_id(agent_id)
         if not said:
             return
@@ -55,7 +58,7 @@ class TurnService:
             episode_id=episode_id,
         )  # fmt: skip
         async with self._rt.db.transaction() as conn:
-            await store.insert(conn, new)
+            await store.insert(conn, new, queue_at=queue_at)
         # A promoted agent's new rows wait, staged, for the index worker.
         self._rt.db.staged.note("turns", [agent_id])
 

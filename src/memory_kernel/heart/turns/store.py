@@ -6,15 +6,17 @@ pruning, invariant 1).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Text, bindparam, func, select
+from sqlalchemy import DateTime, Text, TextClause, bindparam, func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.heart.extraction import store as extraction_store
 from memory_kernel.storage.tables import turns
 
 __all__ = ["StoredTurn", "by_episode", "insert"]
@@ -31,10 +33,36 @@ class StoredTurn:
     created_at: datetime
 
 
-async def insert(conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Store the rows of an exchange (``policy.rows``) in one statement."""
-    if rows:
+async def insert(
+    conn: AsyncConnection, rows: Sequence[Mapping[str, Any]], *, queue_at: datetime | None = None
+) -> None:
+    """Store the rows of an exchange (``policy.rows``) in one statement; with ``queue_at``,
+    the same statement queues them for fact extraction (``heart/extraction``)."""
+    if not rows:
+        return
+    if queue_at is None:
         await conn.execute(_INSERT, list(rows))
+        return
+    params: dict[str, Any] = {"queued_at": queue_at}
+    for i, row in enumerate(rows):
+        params |= {f"{key}_{i}": value for key, value in row.items()}
+    await conn.execute(_insert_queued(tuple(rows[0]), len(rows)), params)
+
+
+@functools.cache
+def _insert_queued(keys: tuple[str, ...], n: int) -> TextClause:
+    """``WITH stored AS (INSERT INTO turns … RETURNING agent_id, id) INSERT INTO
+    extraction_queue …`` for ``n`` rows of these columns, as text built once per shape: a
+    multi-row ``insert().values([...])`` construct is compiled afresh at every call
+    (SQLAlchemy does not cache it), which cost more than the round trip it saves."""
+    # The columns are the turns table's own (``turns.c[k]`` raises for any other name).
+    types = [bindparam(f"{k}_{i}", type_=turns.c[k].type) for i in range(n) for k in keys]
+    rows = ", ".join("(" + ", ".join(f":{k}_{i}" for k in keys) + ")" for i in range(n))
+    sql = (
+        f"WITH stored AS (INSERT INTO turns ({', '.join(keys)}) VALUES {rows}"  # noqa: S608
+        " RETURNING agent_id, id) " + extraction_store.ENQUEUE_STORED
+    )
+    return text(sql).bindparams(*types, bindparam("queued_at", type_=DateTime(timezone=True)))
 
 
 _BY_EPISODE = (

@@ -1,0 +1,19 @@
+"""Fact extraction: the durable queue of turns, its drains, and the extractors.
+
+``service.ExtractionService`` (queue and drains), ``worker.ExtractionWorker`` (the
+background drain), ``chat.ChatExtractor`` (any OpenAI-compatible chat endpoint).
+"""
+
+from __future__ import annotations
+
+from memory_kernel.heart.extraction.chat import ChatExtractor
+from memory_kernel.heart.extraction.service import ExtractionService
+from memory_kernel.protocols import FactExtractor
+
+__all__ = ["ChatExtractor", "ExtractionService", "default_extractor"]
+
+
+def default_extractor() -> FactExtractor | None:
+    """The extractor a kernel opened without ``extractor=`` uses (``None``: no extraction;
+    ``ExtractionConfig.enabled = False`` turns any extractor off)."""
+    return None
