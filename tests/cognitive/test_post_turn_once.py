@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, select
 
-from memory_kernel import MemoryKernel
+from memory_kernel import ConflictError, MemoryKernel
 from memory_kernel.models.turns import TurnHandle, TurnInput, TurnOutcome, TurnResult
-from memory_kernel.storage.tables import decisions
+from memory_kernel.storage.tables import decisions, turn_results
+from memory_kernel.testing import FrozenClock
 from tests.fuzz.checks import digest
 
 AGENT = "agent-once"
@@ -128,3 +130,33 @@ async def test_turn_ids_are_per_agent(kernel: MemoryKernel) -> None:
     assert isinstance(result, TurnResult) and result != first
     assert result.episode_id == ctx.turn.episode_id
     assert uuid.UUID(str(handle.turn_id)) == theirs.turn_id
+
+
+async def test_results_are_kept_for_the_retention_then_pruned_and_old_handles_refused(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    """Nothing pruned ``turn_results`` (issue 23's known gap). Now consolidate forgets results
+    older than ``turn_results_days`` (30) and post_turn refuses such old handles, so a repeat
+    can never record a turn twice."""
+    handle = await _handle(kernel, "retention")
+    first = await kernel.post_turn(handle, _outcome())
+    clock.advance(timedelta(days=29))
+    await kernel.consolidate(AGENT)
+    assert await kernel.post_turn(handle, _outcome()) == first  # still remembered
+    assert await _results(kernel) == 1
+    clock.advance(timedelta(days=2))
+    late = await _handle(kernel, "retention-late")  # begun now: recorded normally
+    report = await kernel.consolidate(AGENT)
+    assert report.agents[0].counts.get("turn_results_pruned") == 1
+    assert await _results(kernel) == 0
+    before = await digest(kernel)
+    with pytest.raises(ConflictError, match="turn_results_days"):
+        await kernel.post_turn(handle, _outcome())
+    assert await digest(kernel) == before  # refused before any write
+    assert len((await kernel.post_turn(late, _outcome())).explicit) == 1
+
+
+async def _results(kernel: MemoryKernel) -> int:
+    async with kernel.database.connection() as conn:
+        stmt = select(func.count()).where(turn_results.c.agent_id == AGENT)
+        return int(await conn.scalar(stmt) or 0)

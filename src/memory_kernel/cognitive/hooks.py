@@ -12,10 +12,9 @@ is built on other connections:
 
 ``post_turn(TurnHandle, TurnOutcome) -> TurnResult`` — one unit of work, all or nothing:
 
-0. the turn is claimed (``turn_results``, by ``TurnHandle.turn_id``): a handle already
-   recorded returns its first result and writes nothing, so a retry is safe; ``remember``
-   tool results become facts (``learn``: admission, dedup, supersession), prepared and
-   embedded before the unit, learned in it;
+0. the turn is claimed (``turn_results``): a handle recorded before returns its first
+   result and writes nothing (one older than ``turn_results_days`` is refused); ``remember``
+   tool results are learned as facts (prepared and embedded before the unit);
 1. ``record_decision`` tool results are recorded explicitly (``brain.record`` path, any
    frame, no filter); a deliberation of the same turn is abandoned, so the decision is
    not stored twice;
@@ -252,6 +251,7 @@ class CognitiveLayer:
 
     async def post_turn(self, turn: TurnHandle, outcome: TurnOutcome) -> TurnResult:
         """Record what the turn decided (through the gate) and update the episode, atomically."""
+        turn_results.check_age(turn, self._rt.clock.now(), self._rt.config.consolidation)
         explicit_inputs = explicit_decisions(turn, outcome)
         # remember tool calls: validated and embedded now, learned in the unit below.
         remembered = await self._heart.facts.prepare(remember_inputs(turn, outcome))

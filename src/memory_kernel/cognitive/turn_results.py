@@ -11,17 +11,18 @@ records the turn. Functions take the unit's connection and never commit.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.config import ConsolidationConfig
 from memory_kernel.errors import ConflictError
-from memory_kernel.models.turns import TurnResult
+from memory_kernel.models.turns import TurnHandle, TurnResult
 from memory_kernel.storage.tables import turn_results
 
-__all__ = ["claim", "save"]
+__all__ = ["check_age", "claim", "prune", "save"]
 
 _c = turn_results.c
 # (Bound names differ from the columns': SQLAlchemy reserves those in INSERT/UPDATE.)
@@ -34,6 +35,21 @@ _CLAIM = (
 )
 _STORED = select(_c.result).where(_THIS)
 _SAVE = turn_results.update().where(_THIS).values(result=bindparam("value"))
+_PRUNE = delete(turn_results).where(
+    (_c.agent_id == bindparam("agent")) & (_c.created_at < bindparam("before"))
+)
+
+
+def check_age(turn: TurnHandle, now: datetime, config: ConsolidationConfig) -> None:
+    """``ConflictError`` for a handle begun more than ``turn_results_days`` ago: its result
+    may have been pruned since it was recorded, so it is refused rather than perhaps
+    recorded twice."""
+    days = config.turn_results_days
+    if turn.started_at < now - timedelta(days=days):
+        raise ConflictError(
+            f"turn {turn.turn_id} began {turn.started_at.isoformat()}, more than "
+            f"turn_results_days ({days:g}) ago: too old to record safely"
+        )
 
 
 async def claim(
@@ -56,3 +72,9 @@ async def save(
     """Store the claimed turn's result, in the unit that wrote the turn."""
     params = {"agent": agent_id, "turn": turn_id, "value": result.model_dump(mode="json")}
     await conn.execute(_SAVE, params)
+
+
+async def prune(conn: AsyncConnection, *, agent_id: str, before: datetime) -> int:
+    """Forget the agent's turns recorded before ``before`` (``post_turn`` refuses their
+    handles from then on); the number of rows deleted."""
+    return (await conn.execute(_PRUNE, {"agent": agent_id, "before": before})).rowcount

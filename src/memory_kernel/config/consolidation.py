@@ -20,6 +20,17 @@ class ConsolidationConfig(Frozen):
             "seed's 0.01, about 10% per 10 days)."
         ),
     )
+    turn_results_days: float = Field(
+        default=30.0,
+        gt=0.0,
+        le=36500.0,
+        description=(
+            "How long post_turn remembers a recorded turn's result (what makes a repeated "
+            "post_turn of one handle safe): consolidation deletes older ones, and post_turn "
+            "refuses a handle started longer ago than this (ConflictError) instead of "
+            "recording it a second time."
+        ),
+    )
     decay_min_change: float = Field(
         default=0.05,
         ge=0.0,

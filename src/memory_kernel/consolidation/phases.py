@@ -12,9 +12,11 @@ transaction that is rolled back (``Database.rehearse``). The phases live in thei
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 
 from sqlalchemy import func, select, text
 
+from memory_kernel.cognitive import turn_results
 from memory_kernel.consolidation.apply import Unit
 from memory_kernel.consolidation.confidence_phase import run_confidence
 from memory_kernel.consolidation.context import ProgressCallback, RunContext
@@ -85,6 +87,7 @@ class AgentRun:
 
     async def run(self) -> None:
         await self._extract()
+        await self._prune_turn_results()
         await self._end_idle_episodes()
         if not self.dry_run:
             await self._phases()
@@ -124,6 +127,16 @@ class AgentRun:
         done = await self.extraction.drain_agent(self.agent_id, limit=_MAX_EXTRACTED)
         self.counts[Action.EXTRACTED] += done.turns
         self.ctx.errors += [f"fact extraction failed: {e}" for e in done.errors]
+
+    async def _prune_turn_results(self) -> None:
+        """Results of turns recorded longer ago than ``turn_results_days`` go (post_turn
+        refuses such old handles, so no repeat can record them twice)."""
+        if self.dry_run:
+            return
+        before = self.ctx.now - timedelta(days=self.ctx.cfg.turn_results_days)
+        async with self.rt.db.transaction() as conn:
+            pruned = await turn_results.prune(conn, agent_id=self.agent_id, before=before)
+        self.counts[Action.TURN_RESULTS_PRUNED] += pruned
 
     # -- idle episodes -----------------------------------------------------------------------
 

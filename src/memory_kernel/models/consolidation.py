@@ -35,6 +35,7 @@ class ConsolidationAction(StrEnum):
     KEPT_BOTH = "kept_both"  # an ambiguous case decided "keep both" (nothing written)
     EPISODES_ENDED = "episodes_ended"  # idle episodes ended (summary + admission)
     EXTRACTED = "extracted"  # queued turns whose facts were extracted and learned
+    TURN_RESULTS_PRUNED = "turn_results_pruned"  # post_turn results past their retention
 
 
 class ConsolidationPhase(StrEnum):
