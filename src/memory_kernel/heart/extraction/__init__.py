@@ -1,0 +1,1 @@
+"""Fact extraction from turns (issue 22)."""
