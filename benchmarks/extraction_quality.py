@@ -23,8 +23,9 @@ Metrics (intrinsic: the facts alone, no kernel):
   turns an observation cites that gave at least one fact; **facts off-obs** — share of facts
   from turns no observation cites;
 - **pairs**: ``ku_update_pairs``: share whose old and new statement get a shared subject
-  key (an exact supersession); ``ku_distinct_pairs``: share that get a shared key (a wrong
-  supersession: must be 0);
+  key (an exact supersession), and ``keyed_apart``: both keyed, no key shared — the kernel
+  then treats them as different things and never supersedes (the cost of a wrong key);
+  ``ku_distinct_pairs``: share that get a shared key (a wrong supersession: must be 0);
 - **turns/s** of ``extract`` alone (first pass: parse caches cold).
 """
 
@@ -200,11 +201,13 @@ async def pairs(path: Path, extractor: RuleExtractor) -> dict[str, Any]:
             c["same"] += bool(a & b)
             c["both_keyed"] += bool(a and b)
             c["unkeyed"] += not (a and b)
+            c["apart"] += bool(a and b) and not a & b
         report[fold] = {
             "rows": c["rows"],
             "same_subject": _share(c["same"], c["rows"]),
             "both_keyed": _share(c["both_keyed"], c["rows"]),
             "no_key_on_a_side": _share(c["unkeyed"], c["rows"]),
+            "keyed_apart": _share(c["apart"], c["rows"]),
         }
     return report
 

@@ -90,7 +90,7 @@ def test_a_negated_statement_keeps_its_negation_and_sets_no_slot() -> None:
         ("I prefer short paragraphs.", "The user prefers short paragraphs."),
         ("I'm allergic to peanuts.", "The user is allergic to peanuts."),
         ("I've been to 23 countries so far.", "The user has been to 23 countries so far."),
-        ("I really love my new job at Arup.", "The user really loves the user's new job at Arup."),
+        ("I really love my new job at Arup.", "The user really loves their new job at Arup."),
         ("I watch the Bears every Sunday.", "The user watches the Bears every Sunday."),
     ],
 )

@@ -146,11 +146,8 @@ def _clause(
     if not (first or plural) and not _anchored(tokens) and _named_holder(clause) is None:
         return None, about
     key_speaker = "user" if speaker == _USER else speaker.lower()
-    if plural:
-        content, confidence = _sentence(text), _CONFIDENCE_LOW
-    else:
-        content = _resolve(text, speaker) if first else _sentence(text)
-        confidence = _CONFIDENCE
+    content = _resolve(text, speaker) if first else _sentence(text)
+    confidence = _CONFIDENCE_LOW if plural else _CONFIDENCE
     subject = None if negated else slot_key(clause, key_speaker)
     if negated:
         confidence = _CONFIDENCE_LOW
@@ -213,7 +210,9 @@ def _sentence(text: str) -> str:
     return text if text[-1:] in ".!" else f"{text}."
 
 
-_FIRST = re.compile(r"\b(I'm|I’m|I've|I’ve|I'll|I’ll|I|[Mm]y|[Mm]e|[Mm]yself|[Mm]ine)\b")
+_FIRST = re.compile(
+    r"\b(I'm|I’m|I've|I’ve|I'll|I’ll|I'd|I’d|I|[Mm]y|[Mm]e|[Mm]yself|[Mm]ine)(?![\w'’])"
+)
 _NEXT_WORD = re.compile(r"\s+([A-Za-z][\w’']*)")
 
 
@@ -221,16 +220,19 @@ def _resolve(text: str, speaker: str) -> str:
     """First person → the speaker, the verb after "I" agreeing with it."""
     out: list[str] = []
     at = 0
-    possessive = f"{speaker}'s" if not speaker.endswith("s") else f"{speaker}'"
+    named = False  # after the first mention, "their" / "them" read better than a repeat
     for match in _FIRST.finditer(text):
         word = match.group(1).replace("’", "'")
         out.append(text[at : match.start()])
         at = match.end()
         lower = word.lower()
+        possessive = f"{speaker}'s" if not speaker.endswith("s") else f"{speaker}'"
         if lower in ("my", "mine"):
-            out.append(possessive)
+            out.append("their" if named and lower == "my" else possessive)
         elif lower in ("me", "myself"):
-            out.append(speaker)
+            out.append("them" if named else speaker)
+        elif lower == "i'd":
+            out.append(f"{speaker} would")
         elif lower == "i'm":
             out.append(f"{speaker} is")
         elif lower == "i've":
@@ -240,6 +242,7 @@ def _resolve(text: str, speaker: str) -> str:
         else:
             out.append(speaker)
             at = _agree(text, at, out)
+        named = True
     out.append(text[at:])
     resolved = "".join(out)
     return _sentence(resolved[:1].upper() + resolved[1:])

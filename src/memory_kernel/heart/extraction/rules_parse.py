@@ -13,6 +13,7 @@ no key, and the kernel's own slot parsing applies.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from memory_kernel.heart.extraction.rules_text import ADVERBS, COPULAS, MODALS, PAST_IRREGULAR
@@ -60,6 +61,7 @@ _CALENDAR = _set(
     "monday tuesday wednesday thursday friday saturday sunday january february march april "
     "may june july august september october november december"
 )
+_MAX_HOLDER = 3
 _UNIT_TYPES = frozenset({"measure", "duration", "frequency"})
 _TYPE_WORDS = {
     "money": "amount", "number": "count", "time": "time", "day": "day", "date": "date",
@@ -117,6 +119,37 @@ def _verb_at(lower: list[str], start: int) -> int:
     return len(lower)
 
 
+_PERFECT = _set("have has had 've 'd")
+
+
+def _main_verb(lower: list[str], at: int) -> int:
+    """Past an auxiliary to the verb it carries: "I've switched" → "switched", "I'll get"
+    → "get"; a copula stays (its complement is the value or the state)."""
+    if at >= len(lower):
+        return at
+    word = lower[at]
+    aux = word.split("'")[-1] if "'" in word else word
+    aux = f"'{aux}" if "'" in word else aux
+    passive = aux in ("got", "get", "gets")  # "got pushed to 10:00"
+    auxiliary = aux in _PERFECT or aux in MODALS or aux in ("do", "does", "did")
+    if not (auxiliary or passive):
+        return at
+    i = at + 1
+    while i < len(lower) and lower[i] in ADVERBS:
+        i += 1
+    if i >= len(lower):
+        return at
+    nxt = lower[i]
+    participle = (len(nxt) > 4 and nxt.endswith("ed")) or nxt in PAST_IRREGULAR
+    if (aux in _PERFECT or passive) and (participle or nxt == "been"):
+        return i
+    if passive:
+        return at
+    if aux not in _PERFECT and (stem_is_verb(stem(nxt)) or nxt in COPULAS):
+        return i
+    return at
+
+
 def parse(words: list[str]) -> Clause:
     """The clause view of a sentence's words (see the module docstring)."""
     lower = [w.lower() for w in words]
@@ -141,6 +174,7 @@ def parse(words: list[str]) -> Clause:
     if kind in ("first", "plural") and verb == start:
         # "I'm" / "we've": the verb is inside the word; otherwise the next word.
         verb = start if "'" in head else _verb_at(lower, start + 1)
+    verb = _main_verb(lower, verb)
     holder = tuple(
         w
         for w in words[start:verb]
@@ -154,7 +188,7 @@ def _holder_key(clause: Clause, speaker: str) -> list[str] | None:
     if clause.kind == "first":
         if clause.lower[0] == "my" or (clause.scope and "my" in clause.lower):
             names = [w for w in clause.holder if w[:1].isupper() and w.lower() != "i"]
-            if names:
+            if names and not any(w.lower() in _PREPOSITIONS for w in clause.holder):
                 return [n.lower() for n in names]
             rest = [stem(w.lower()) for w in clause.holder if w.lower() not in FUNCTION_WORDS]
             return [speaker, *rest]
@@ -218,6 +252,11 @@ def value_type(rest: tuple[str, ...], i: int) -> str | None:
     valued = word[:1].isdigit() or word[:1] in "$€£¥" or value_of(word) is not None
     if not valued and word.rstrip("s") not in _CALENDAR:
         return None
+    nxt = rest[i + 1] if i + 1 < len(rest) else ""
+    if word == "may":
+        return "date" if nxt[:1].isdigit() else None  # the month, not the modal
+    if re.fullmatch(r"\d{1,3}(?:,\d{3})+", word):
+        return "count"  # "2,000" is a number written with a separator, never a year
     view = statement(" ".join(rest[i : i + 2]))
     typed = [item for item in view.items if item[0] == "v"]
     if not typed or not view.items or view.items[0][0] != "v":
@@ -255,8 +294,12 @@ def slot_key(clause: Clause, speaker: str) -> str | None:
     holder = _holder_key(clause, speaker)
     verb = clause.verb_word
     rest = clause.rest
-    if holder is None or not verb or not rest:
+    if holder is None or not verb or not rest or len(holder) > _MAX_HOLDER:
         return None
+    if value_of(holder[0]) is not None or holder[0][:1].isdigit():
+        return None  # "3 sets of 15": a fragment, not a holder
+    if clause.kind == "noun" and clause.lower[len(clause.scope)].endswith("ing"):
+        return None  # "Upgrading production from ...": no subject at all
     scope = [stem(w.lower()) for w in clause.scope if w.lower() not in FUNCTION_WORDS]
     base = stem(verb.split("'")[-1]) if "'" in verb else stem(verb)
     first = rest[0].lower()
@@ -274,24 +317,87 @@ def slot_key(clause: Clause, speaker: str) -> str | None:
         return None
     found = _first_value(rest)
     if verb in COPULAS or ("'" in verb and verb.split("'")[-1] in ("s", "re", "m")):
-        if found and found[0] <= 2:
-            return _join(scope, holder, [found[1]])
-        speaker_itself = clause.kind in ("first", "plural") and clause.lower[0] not in ("my", "our")
-        if not found and (first in _STATES or first.endswith("ed")) and not speaker_itself:
-            return _join(scope, holder, ["status"])
-        if not found and rest[0][:1].isupper() and clause.kind == "noun":
-            return _join(scope, holder)  # "my manager is Dana Whitfield"
-        return None
+        return _copula_key(clause, speaker, scope, holder, rest, found)
     if found is None:
         return None
     at, kind = found
+    # The value right after the verb (or its preposition) and at most one word saying what
+    # it counts: "opens at 7am", "has 40 desks", "takes 20 mg of lisinopril". A longer
+    # predicate is too particular a key for a later statement to repeat it; a change verb
+    # with an object ("switched me to ...") changed the object, not the holder.
+    before = [w for w in rest[:at] if w.lower() not in FUNCTION_WORDS]
+    if before:
+        return None
     if base in _CHANGE:
         return _join(scope, holder, [kind])
-    # A measure's or a duration's next word is its unit, not what it measures.
-    attribute = _after(rest, at + 1 if kind in _UNIT_TYPES else at)
+    attribute = _after(rest, at + 1 if kind in _UNIT_TYPES else at, limit=1)
     action = [] if verb in _HAVE else [base]
-    before = [stem(w.lower()) for w in rest[:at] if w.lower() not in FUNCTION_WORDS]
-    return _join(scope, holder, action, before[:2], attribute, [kind])
+    return _join(scope, holder, action, attribute, [kind])
+
+
+def _participle(word: str) -> bool:
+    return (len(word) > 4 and word.endswith("ed")) or word in PAST_IRREGULAR
+
+
+def _noun_phrase(rest: tuple[str, ...]) -> list[str]:
+    """Content stems of a noun phrase, up to a preposition, a value or a clause break."""
+    out: list[str] = []
+    for word in rest:
+        low = word.lower()
+        if low in _PREPOSITIONS or low in ADVERBS or value_of(low) is not None:
+            break
+        if low in FUNCTION_WORDS:
+            if out:
+                break
+            continue
+        out.append(stem(low))
+    return out if 0 < len(out) <= 3 else []
+
+
+def _copula_key(
+    clause: Clause,
+    speaker: str,
+    scope: list[str],
+    holder: list[str],
+    rest: tuple[str, ...],
+    found: tuple[int, str] | None,
+) -> str | None:
+    first = rest[0].lower()
+    speaker_itself = clause.kind in ("first", "plural") and clause.lower[0] not in ("my", "our")
+    if found:
+        # Words between the copula and the value name the attribute ("is rate-limited to
+        # 100"); more than one is a predicate too particular to be repeated.
+        between = [
+            w.lower()
+            for w in rest[: found[0]]
+            if w.lower() not in FUNCTION_WORDS and not _participle(w.lower())
+        ]
+        if len(between) > 1:
+            return None
+        if not speaker_itself:
+            return _join(scope, holder, between, [found[1]])
+        # "I'm 34", "I've been to 23 countries": the speaker alone is no slot; what the
+        # value counts is ("user country count"), and without it there is no key.
+        at, kind = found
+        counted = _after(rest, at + 1 if kind in _UNIT_TYPES else at, limit=1)
+        return _join(scope, holder, counted, [kind]) if counted else None
+    agent = len(rest) > 1 and rest[1].lower() == "by"  # "is owned by Kenji": no state
+    if (
+        not found
+        and (first in _STATES or first.endswith("ed"))
+        and not speaker_itself
+        and not agent
+    ):
+        return _join(scope, holder, ["status"])
+    named = rest[0][:1].isupper() and clause.kind in ("noun", "first") and not speaker_itself
+    if not found and named:
+        return _join(scope, holder)  # "my manager is Dana Whitfield": user manager
+    if not found and first in ("my", "our") and clause.kind == "noun":
+        # "Heathrow is my home airport": the slot is the possessed noun, as in "my home
+        # airport is Heathrow".
+        owned = _noun_phrase(rest[1:])
+        return _join(scope, [speaker], owned) if owned else None
+    return None
 
 
 def _join(*parts: list[str]) -> str:

@@ -39,7 +39,8 @@ def _set(text: str) -> frozenset[str]:
 
 # Words of a sentence with their apostrophe suffix attached ("I'm", "Noor's"), values whole.
 _WORD = re.compile(
-    r"[$€£¥]?\d[\d,]*(?:\.\d+)?(?::\d{2})?%?(?:[ap]\.?m\.?|[a-z]+)?|[A-Za-z][\w-]*(?:['’]\w+)?"
+    r"[$€£¥]?\d[\d,]*(?:\.\d+)?(?::\d{2})?%?(?:\s?[ap]\.?m\.?(?![a-z])|[a-z]+)?"
+    r"|[A-Za-z][\w-]*(?:['’]\w+)?"
 )
 
 # Abbreviations whose period ends no sentence.
@@ -136,7 +137,11 @@ def words(text: str) -> list[str]:
 _CONJOINED = re.compile(
     r",\s+(?:(?:but|so|because|although|though|whereas)\s+(?=\w)"
     r"|(?:and|while|since)\s+(?=(?:I|I'm|I've|we|we're|my|our|the|he|she|[A-Z][a-z]+)\s))"
+    r"|\s+and\s+(?=(?:I|I'm|I've|I'd|I'll|we|we're|he|she)\s)"
+    r"|,\s+(?=(?:I|I'm|I've|I'd|I'll|we|we've|we're)\s)"
 )
+# "nightly_orders, which runs at 02:00": a relative clause about the word before the comma.
+_RELATIVE = re.compile(r"(?<=\w),\s+(?:which|who)\s+(?=[a-z])")
 
 
 def speaker_label(text: str) -> tuple[str | None, str]:
@@ -174,7 +179,16 @@ class SentenceSplit:
 def clauses(sentence: str) -> list[str]:
     """Independent clauses of a sentence joined by ``;`` or a spaced dash."""
     parts = (p for c in _CLAUSE_JOIN.split(sentence) for p in _CONJOINED.split(c))
-    return [p.strip() for p in parts if p.strip()]
+    out: list[str] = []
+    for part in parts:
+        relative = _RELATIVE.search(part)
+        if relative is not None:
+            # The clause keeps its words; the relative clause gets its noun as subject.
+            noun = part[: relative.start()].rsplit(None, 1)[-1]
+            out += [part[: relative.start()], f"{noun} {part[relative.end() :]}"]
+        else:
+            out.append(part)
+    return [p.strip() for p in out if p.strip()]
 
 
 _OPENER_WORD = re.compile(r"^([A-Za-z']+)[,!.]\s+")
