@@ -172,3 +172,10 @@ def test_no_look_alike_pair_of_the_development_file_shares_a_subject() -> None:
         if _subjects(row["old_fact"]) & _subjects(row["new_fact"])
     ]
     assert shared == []
+
+
+async def test_relative_time_in_a_fact_is_followed_by_the_date_it_meant() -> None:
+    turn = _turn("Caroline: I went to a support group yesterday.")
+    turn = turn.model_copy(update={"said_at": datetime(2023, 5, 8, 13, 56, tzinfo=UTC)})
+    ((fact,),) = await RuleExtractor().extract([turn])
+    assert fact.content == "Caroline went to a support group yesterday. (yesterday: 7 May 2023)"

@@ -31,8 +31,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime
 
-from memory_kernel.heart.extraction.rules_parse import Clause, is_name, parse, slot_key
+from memory_kernel.context.when import resolve_relative
+from memory_kernel.heart.extraction.rules_keys import is_name, slot_key
+from memory_kernel.heart.extraction.rules_parse import Clause, parse
 from memory_kernel.heart.extraction.rules_text import (
     ADVERBS,
     HYPOTHETICAL,
@@ -73,11 +76,18 @@ class RuleExtractor:
         return "rules"
 
     async def extract(self, turns: Sequence[ExtractionTurn]) -> list[list[ExtractedFact]]:
-        return [extract_text(t.text, t.role, assistant=self._assistant) for t in turns]
+        return [
+            extract_text(t.text, t.role, assistant=self._assistant, said_at=t.said_at)
+            for t in turns
+        ]
 
 
-def extract_text(text: str, role: str, *, assistant: bool = False) -> list[ExtractedFact]:
-    """The facts of one turn's text (``role``: "user" or "assistant")."""
+def extract_text(
+    text: str, role: str, *, assistant: bool = False, said_at: datetime | None = None
+) -> list[ExtractedFact]:
+    """The facts of one turn's text (``role``: "user" or "assistant"); with ``said_at``,
+    relative time in a fact is followed by the date it meant ("yesterday (yesterday: 7 May
+    2023)", the context's own rule): a fact outlives the day it was said on."""
     label, body = speaker_label(text)
     if label is None and role != "user" and not assistant:
         return []
@@ -89,6 +99,9 @@ def extract_text(text: str, role: str, *, assistant: bool = False) -> list[Extra
         for raw in clauses(sentence):
             for part in _coordinated(strip_opener(raw)):
                 fact, previous = _clause(part, speaker, previous)
+                if fact is not None and said_at is not None:
+                    dated = resolve_relative(fact.content, said_at)
+                    fact = fact.model_copy(update={"content": dated})
                 if fact is not None and fact.content not in seen:
                     seen.add(fact.content)
                     facts.append(fact)
