@@ -178,4 +178,4 @@ async def test_relative_time_in_a_fact_is_followed_by_the_date_it_meant() -> Non
     turn = _turn("Caroline: I went to a support group yesterday.")
     turn = turn.model_copy(update={"said_at": datetime(2023, 5, 8, 13, 56, tzinfo=UTC)})
     ((fact,),) = await RuleExtractor().extract([turn])
-    assert fact.content == "Caroline went to a support group yesterday. (yesterday: 7 May 2023)"
+    assert fact.content == "Caroline went to a support group yesterday (yesterday: 7 May 2023)."

@@ -100,8 +100,8 @@ def extract_text(
             for part in _coordinated(strip_opener(raw)):
                 fact, previous = _clause(part, speaker, previous)
                 if fact is not None and said_at is not None:
-                    dated = resolve_relative(fact.content, said_at)
-                    fact = fact.model_copy(update={"content": dated})
+                    dated = resolve_relative(fact.content.rstrip("."), said_at)
+                    fact = fact.model_copy(update={"content": _sentence(dated)})
                 if fact is not None and fact.content not in seen:
                     seen.add(fact.content)
                     facts.append(fact)
