@@ -62,7 +62,10 @@ _CONFIDENCE = 0.7
 _CONFIDENCE_KEYED = 0.75
 _CONFIDENCE_LOW = 0.6  # kept as written, or negated
 _MIN_CONTENT = 2
-_MAX_CHARS = 400  # a longer "clause" is a list or a paste, not a statement
+_MAX_CHARS = 400
+_SECOND_PERSON = frozenset(
+    {"you", "your", "you're", "you've", "you'll", "yours", "yourself"}
+)  # a longer "clause" is a list or a paste, not a statement
 
 
 class RuleExtractor:
@@ -196,9 +199,13 @@ def _dropped(clause: Clause, lower: list[str]) -> bool:
     if clause.kind == "none":
         return True
     verb = clause.verb_word
+    if not verb:
+        return True  # a fragment without a finite verb: "Three times a week.", "Hey Maria."
     if verb in MENTAL_VERBS and not _has_value(lower):
         return True
-    return clause.kind == "noun" and head in ("you", "your")
+    # Addressed to the other party ("Thanks for having my back", "Congrats, Nate", "your
+    # side"): who "you" is, the sentence does not say.
+    return any(w in _SECOND_PERSON for w in lower)
 
 
 def _has_value(lower: list[str]) -> bool:

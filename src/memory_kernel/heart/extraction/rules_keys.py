@@ -57,6 +57,7 @@ _CALENDAR = _set(
     "may june july august september october november december"
 )
 _MAX_HOLDER = 3
+_ORDINALS = frozenset(f"{n}th" for n in range(1, 13))
 # Verbs that only say that (and so when) a thing happens: "the standup runs at 9",
 # "book club meets on Tuesdays", "the party is on the 27th". Starting, ending, opening and
 # closing are attributes of their own and keep their verb in the key.
@@ -139,6 +140,8 @@ def value_type(rest: tuple[str, ...], i: int) -> str | None:
     valued = word[:1].isdigit() or word[:1] in "$€£¥" or value_of(word) is not None
     if not valued and word.rstrip("s") not in _CALENDAR:
         return None
+    if word.isalpha() and (word == "one" or value_of(word) in _ORDINALS):
+        return None  # "one of", "first passion": a word, not a value of a slot
     nxt = rest[i + 1] if i + 1 < len(rest) else ""
     if word == "may":
         return "date" if nxt[:1].isdigit() else None  # the month, not the modal

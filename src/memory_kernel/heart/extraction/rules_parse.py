@@ -115,6 +115,12 @@ def _main_verb(lower: list[str], at: int) -> int:
     return at
 
 
+def _after_adverbs(lower: list[str], at: int) -> int:
+    while at < len(lower) - 1 and lower[at] in ADVERBS:
+        at += 1
+    return at
+
+
 def parse(words: list[str]) -> Clause:
     """The clause view of a sentence's words (see the module docstring)."""
     lower = [w.lower() for w in words]
@@ -138,7 +144,8 @@ def parse(words: list[str]) -> Clause:
         kind, verb = "noun", _verb_at(lower, start + 1)
     if kind in ("first", "plural") and verb == start:
         # "I'm" / "we've": the verb is inside the word; otherwise the next word.
-        verb = start if "'" in head else _verb_at(lower, start + 1)
+        # After "I" / "we" the next word that is no adverb is the verb, known or not.
+        verb = start if "'" in head else _after_adverbs(lower, start + 1)
     holder = tuple(
         w
         for w in words[start:verb]

@@ -83,6 +83,7 @@ ADVERBS = _set(
     really still just also usually always never now finally actually mostly only even
     totally absolutely definitely recently currently often sometimes already generally
     normally typically officially basically literally honestly somehow probably since
+    indeed around roughly approximately nearly almost
     """
 )
 NEGATIONS = _set("not no never nobody nothing none nor neither cannot without")
