@@ -93,7 +93,17 @@ async def main() -> None:
     parser.add_argument("--embedder", default="hashing")
     parser.add_argument("--off", action="store_true", help="the suite as it is, no extraction")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--keep-sources",
+        action="store_true",
+        help="diagnostic: the budget keeps a turn even when a kept fact says most of its words",
+    )
     args = parser.parse_args()
+    if args.keep_sources:
+        from memory_kernel.context import budget
+
+        defaults = budget.assemble.__kwdefaults__ or {}
+        budget.assemble.__kwdefaults__ = {**defaults, "source_overlap": 1.01}
     if not args.off:
         conversations._Replay = _ExtractingReplay  # type: ignore[misc]
     embedder = embedder_from_name(args.embedder)
