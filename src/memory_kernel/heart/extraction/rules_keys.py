@@ -63,6 +63,9 @@ _ORDINALS = frozenset(f"{n}th" for n in range(1, 13))
 # closing are attributes of their own and keep their verb in the key.
 _OCCUR = frozenset(stem(w) for w in _set("run runs meet meets happen happens occur occurs"))
 _WHEN = frozenset({"time", "day", "date"})
+_CHANGE_TO = _set("to from until into back up down")
+# Verbs that say what a measure is, as a copula would: "weighs 31 pounds", "costs $5".
+_MEASURING = frozenset(stem(w) for w in _set("weigh weighs cost costs last lasts measure total"))
 _UNIT_TYPES = frozenset({"measure", "duration", "frequency"})
 _TYPE_WORDS = {
     "money": "amount", "number": "count", "time": "time", "day": "day", "date": "date",
@@ -164,8 +167,9 @@ def _first_value(rest: tuple[str, ...]) -> tuple[int, str] | None:
     return None
 
 
-def _after(rest: tuple[str, ...], at: int, limit: int = 2) -> list[str]:
-    """Content stems after position ``at`` (the noun a value counts), up to ``limit``."""
+def _after(rest: tuple[str, ...], at: int, limit: int = 1) -> list[str]:
+    """The head of the noun phrase after position ``at`` (the noun a value counts: "2,000
+    newsletter subscribers" → "subscrib"), as its last ``limit`` content stems."""
     out: list[str] = []
     for word in rest[at + 1 :]:
         low = word.lower()
@@ -174,9 +178,9 @@ def _after(rest: tuple[str, ...], at: int, limit: int = 2) -> list[str]:
                 break
             continue
         out.append(stem(low))
-        if len(out) == limit:
+        if len(out) == 3:
             break
-    return out
+    return out[-limit:]
 
 
 def slot_key(clause: Clause, speaker: str) -> str | None:
@@ -220,8 +224,10 @@ def slot_key(clause: Clause, speaker: str) -> str | None:
     # predicate is too particular a key for a later statement to repeat it; a change verb
     # with an object ("switched me to ...") changed the object, not the holder.
     before = [w for w in rest[:at] if w.lower() not in FUNCTION_WORDS]
-    if before:
+    if before or (base in _CHANGE and rest[0].lower() not in _CHANGE_TO):
         return None
+    if base in _MEASURING and kind in ("measure", "amount", "duration"):
+        return _join(scope, holder, [kind])  # "Biscuit weighs 31 pounds" = "is 31 pounds"
     if base in _CHANGE or (base in _OCCUR and kind in _WHEN):
         # "X runs at 02:00" and "we moved X to 04:30": both say when X happens.
         return _join(scope, holder, [kind])

@@ -32,7 +32,7 @@ _PRONOUNS = _set(
 DETERMINERS = _set("the a an this that these those every each")
 POSSESSIVES = _set("my our your his her their its")
 PREPOSITIONS = _set("in on at after before since during for by within outside inside from until")
-HAVE = frozenset({"has", "have", "had", "'ve", "got", "owns", "own"})
+HAVE = frozenset({"has", "have", "had", "'ve", "got", "owns", "own", "keep", "keeps"})
 
 
 @dataclass(frozen=True, slots=True)
