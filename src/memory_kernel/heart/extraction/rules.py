@@ -158,7 +158,9 @@ def _clause(
         return None, about
     negated = any(w in NEGATIONS or w.endswith("n't") for w in lower)
     plural = clause.kind == "plural" or any(w in ("we", "us", "our", "we're") for w in lower)
-    first = clause.kind == "first" or any(w in ("i", "my", "me", "i'm", "i've") for w in lower)
+    first = clause.kind == "first" or any(
+        w in ("i", "my", "me", "mine", "i'm", "i've") for w in lower
+    )
     if not (first or plural) and not _anchored(tokens) and _named_holder(clause) is None:
         return None, about
     key_speaker = "user" if speaker == _USER else speaker.lower()
@@ -192,7 +194,7 @@ def _dropped(clause: Clause, lower: list[str]) -> bool:
     head = lower[len(clause.scope)]
     if lower[0] in REQUEST_OPENERS or (lower[0] in QUESTION_OPENERS and clause.kind != "noun"):
         return True
-    if any(w in HYPOTHETICAL for w in lower):
+    if any(w in HYPOTHETICAL or w.endswith("'d") for w in lower):
         return True
     if clause.kind == "pronoun" and not (head in ("there", "there's") and _has_value(lower)):
         return True

@@ -215,10 +215,15 @@ def strip_opener(clause: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
+_INFORMAL = {"wanna": "wants to", "gonna": "is going to", "gotta": "has to"}
+
+
 def third_person(verb: str) -> str:
     """The third-person singular of a first-person present verb ("prefer" → "prefers");
     past forms, modals and forms already inflected are returned as they are."""
     lower = verb.lower()
+    if lower in _INFORMAL:
+        return _INFORMAL[lower]
     if lower in AUXILIARY_3RD:
         return AUXILIARY_3RD[lower]
     if lower in MODALS or lower in PAST_IRREGULAR or lower.endswith("ed"):
