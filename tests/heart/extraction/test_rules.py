@@ -179,3 +179,51 @@ async def test_relative_time_in_a_fact_is_followed_by_the_date_it_meant() -> Non
     turn = turn.model_copy(update={"said_at": datetime(2023, 5, 8, 13, 56, tzinfo=UTC)})
     ((fact,),) = await RuleExtractor().extract([turn])
     assert fact.content == "Caroline went to a support group yesterday (yesterday: 7 May 2023)."
+
+
+def test_coordinated_verb_phrases_become_one_fact_each_with_the_holder_repeated() -> None:
+    facts = _facts("I moved to Denver and started a new job at Arup.")
+    assert [(f.content, f.subject) for f in facts] == [
+        ("The user moved to Denver.", "user city"),
+        ("The user started a new job at Arup.", None),
+    ]
+
+
+def test_a_relative_clause_is_a_statement_about_its_noun() -> None:
+    facts = _facts("The main one is nightly_orders, which runs at 02:00 UTC.")
+    (runs,) = [f for f in facts if "02:00" in f.content]
+    assert runs.content == "Nightly_orders runs at 02:00 UTC."
+    assert runs.subject == _subjects("We moved nightly_orders to 04:30 UTC.").pop()
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("My manager is Dana Whitfield.", "Marcus Oyelaran is my manager now."),
+        ("Gatwick is my home airport.", "Heathrow is my home airport now."),
+        ("Biscuit weighs 31 pounds.", "Biscuit was 27.5 lbs on the scale."),
+        ("Closing is set for June 28.", "Closing got pushed from June 28 to July 12."),
+    ],
+)
+def test_inverted_and_measuring_phrasings_set_the_same_subject(one: str, other: str) -> None:
+    assert _subjects(one)
+    assert _subjects(one) == _subjects(other)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Thanks for having my back.", "Congrats, Nate!", "Hey Maria.", "Two minutes max."],
+)
+def test_clauses_to_the_other_party_and_verbless_fragments_give_no_fact(text: str) -> None:
+    assert _facts(text, "user") == []
+
+
+def test_an_informal_verb_agrees_too() -> None:
+    assert [f.content for f in _facts("I wanna start a dance studio.")] == [
+        "The user wants to start a dance studio."
+    ]
+
+
+def test_a_clause_opening_with_a_past_verb_leaves_out_i() -> None:
+    (fact,) = _facts("Retested FTP yesterday after a recovery week: 238 watts!")
+    assert fact.content.startswith("The user retested FTP yesterday")

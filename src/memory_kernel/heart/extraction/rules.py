@@ -38,8 +38,10 @@ from memory_kernel.heart.extraction.rules_keys import is_name, slot_key
 from memory_kernel.heart.extraction.rules_parse import Clause, parse
 from memory_kernel.heart.extraction.rules_text import (
     ADVERBS,
+    COPULAS,
     HYPOTHETICAL,
     MENTAL_VERBS,
+    MODALS,
     NEGATIONS,
     PAST_IRREGULAR,
     QUESTION_OPENERS,
@@ -147,7 +149,13 @@ def _clause(
     if not tokens:
         return None, None
     lower = [t.lower() for t in tokens]
-    if lower[0] in ("he", "she", "he's", "she's") and previous:
+    if _diary(tokens):
+        # "Retested FTP yesterday: 238 watts!": a clause opening with a past verb and no
+        # subject leaves out "I" (chat and diary style).
+        text = f"I {text[:1].lower()}{text[1:]}"
+        tokens = words(text)
+        lower = [t.lower() for t in tokens]
+    elif lower[0] in ("he", "she", "he's", "she's") and previous:
         rest = text[len(tokens[0]) :]
         text = previous + (" is" if "'" in lower[0] else "") + rest
         tokens = words(text)
@@ -172,6 +180,18 @@ def _clause(
     elif subject is not None and not plural:
         confidence = _CONFIDENCE_KEYED
     return ExtractedFact(content=content, subject=subject, confidence=confidence), about
+
+
+def _diary(tokens: list[str]) -> bool:
+    """A clause whose first word is a past verb form and whose second is not a verb: its
+    subject, "I", is left out."""
+    first = tokens[0]
+    if not first[:1].isupper() or len(tokens) < 3 or "'" in first:
+        return False
+    low = first.lower()
+    past = (len(low) > 4 and low.endswith("ed")) or low in PAST_IRREGULAR
+    nxt = tokens[1].lower()
+    return past and low not in ("was", "were", "had") and nxt not in COPULAS | MODALS
 
 
 def _named_holder(clause: Clause) -> str | None:
@@ -202,7 +222,7 @@ def _dropped(clause: Clause, lower: list[str]) -> bool:
         return True
     verb = clause.verb_word
     if not verb:
-        return True  # a fragment without a finite verb: "Three times a week.", "Hey Maria."
+        return True  # a fragment without a finite verb: "Hey Maria.", "Good thinking."
     if verb in MENTAL_VERBS and not _has_value(lower):
         return True
     # Addressed to the other party ("Thanks for having my back", "Congrats, Nate", "your

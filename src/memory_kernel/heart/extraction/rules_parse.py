@@ -68,7 +68,7 @@ def _is_verb(word: str, nxt: str) -> bool:
         return True
     third = len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
     opens = nxt[:1].isdigit() or nxt in DETERMINERS or nxt in POSSESSIVES or nxt[:1] in "$€£¥"
-    return third and (opens or nxt in PREPOSITIONS)
+    return third and (opens or nxt in PREPOSITIONS or nxt == "to")
 
 
 def _verb_at(lower: list[str], start: int) -> int:
