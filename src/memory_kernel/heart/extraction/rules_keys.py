@@ -21,7 +21,7 @@ from memory_kernel.heart.extraction.rules_parse import (
     PREPOSITIONS,
     Clause,
 )
-from memory_kernel.heart.extraction.rules_text import ADVERBS, COPULAS, PAST_IRREGULAR
+from memory_kernel.heart.extraction.rules_text import ADVERBS, COPULAS, PAST_IRREGULAR, SMALL_TALK
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, stem, value_of
 from memory_kernel.heart.facts.slots import statement
 
@@ -113,8 +113,8 @@ def _person(clause: Clause) -> bool:
 def is_name(clause: Clause, word: str) -> bool:
     """A capitalised word of the holder that is a name: inside the clause, or a lone
     first word (a capital that only opens the sentence says nothing)."""
-    if not word[:1].isupper() or word.lower() in ("i", "i'm", "i've"):
-        return False
+    if not word[:1].isupper() or word.lower() in ("i", "i'm", "i've") or word.lower() in SMALL_TALK:
+        return False  # "Thanks!" opens a turn; it names nobody
     if value_of(word.lower()) is not None:
         return False
     inside = clause.words.index(word) > 0 if word in clause.words else False
