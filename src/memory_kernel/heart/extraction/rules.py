@@ -1,27 +1,30 @@
 """The default fact extractor: deterministic rules, no model, no I/O.
 
-A turn is split into sentences, and each sentence into its independent clauses (``;``, a
-spaced dash), so a value stated late in a long message is judged on its own. Each clause is
-kept or dropped by what *kind* of clause it is:
+A turn is split into sentences, each sentence into its independent clauses (``;``, a spaced
+dash, ", so …", ", and I …", ", which …" about its noun) and coordinated verb phrases ("got
+the job and moved to Manchester": the holder repeated), so a value stated late in a long
+message is judged on its own. Each clause is kept or dropped by what *kind* of clause it is:
 
 - dropped: a question, a request or instruction to the other party, a hypothetical or
-  hedged clause (if, would, could, might, maybe, should), small talk and acknowledgements,
-  a clause about the other party ("you ..."), a clause whose holder is a pronoun the
-  sentence does not resolve ("it", "they", "that"), a bare report of thinking ("I think
-  so"), and a clause with fewer than three content words;
+  hedged clause (if, would, could, might, maybe, should, "I'd"), small talk and
+  acknowledgements, a clause addressed to the other party (any "you"), a clause whose
+  holder is a pronoun the sentence does not resolve ("it", "they", "that"), a fragment with
+  no finite verb, a bare report of thinking ("I think so"), fewer than two content words;
 - kept: a self-disclosure (the speaker is the holder: "I moved to Denver", "my sister Noor
-  ...") or a statement with a value — a number, an amount, a date, a day, a time, a name
+  ...", or a clause opening with a past verb, whose "I" is left out: "Retested FTP: 238
+  watts") or a statement with a value — a number, an amount, a date, a day, a time, a name
   (a capitalised word inside the clause), a possessive;
 - negated clauses are kept with their negation in the text and no slot key (the kernel's
   polarity rules see them), at a lower confidence.
 
 The content is self-contained: the first person is resolved to the speaker — "The user" for
 a user turn, or the name of a transcript label (``"Caroline: I went …"`` → "Caroline went
-…") — with the verb agreeing ("I prefer" → "The user prefers"). A clause in the first
-person plural ("we", "our", "us") is kept as written: who "we" are is not in the sentence,
-and "the user and someone" would say less than the original does. "He"/"she" opening a
-clause is resolved to the one name the previous clause of the turn was about, else the
-clause is dropped.
+…") — with the verb agreeing ("I prefer" → "The user prefers"; later mentions "their",
+"them"). A clause in the first person plural ("we", "our", "us") is kept as written: who
+"we" are is not in the sentence, and "the user and someone" would say less than the
+original does. "He"/"she" opening a clause is resolved to the one name the previous clause
+of the turn was about, else the clause is dropped. Relative time is followed by the date it
+meant when the turn was said. The slot key comes from ``rules_keys`` (canonical shapes only).
 
 Assistant turns without a speaker label are skipped by default (``assistant=False``): what
 an assistant says is mostly advice and drafts, not facts (measured in docs/tuning.md).
