@@ -24,6 +24,7 @@ POLICIES = (
     "memory_kernel.heart.episodes.summary",
     "memory_kernel.heart.turns.policy",
     "memory_kernel.heart.extraction.policy",
+    "memory_kernel.heart.extraction.rules",
     "memory_kernel.brain.policy",
     "memory_kernel.consolidation.policy",
     "memory_kernel.context.relevance",

@@ -1,19 +1,21 @@
 """Fact extraction: the durable queue of turns, its drains, and the extractors.
 
 ``service.ExtractionService`` (queue and drains), ``worker.ExtractionWorker`` (the
-background drain), ``chat.ChatExtractor`` (any OpenAI-compatible chat endpoint).
+background drain), ``rules.RuleExtractor`` (the default: deterministic, no model),
+``chat.ChatExtractor`` (any OpenAI-compatible chat endpoint).
 """
 
 from __future__ import annotations
 
 from memory_kernel.heart.extraction.chat import ChatExtractor
+from memory_kernel.heart.extraction.rules import RuleExtractor
 from memory_kernel.heart.extraction.service import ExtractionService
 from memory_kernel.protocols import FactExtractor
 
-__all__ = ["ChatExtractor", "ExtractionService", "default_extractor"]
+__all__ = ["ChatExtractor", "ExtractionService", "RuleExtractor", "default_extractor"]
 
 
 def default_extractor() -> FactExtractor | None:
-    """The extractor a kernel opened without ``extractor=`` uses (``None``: no extraction;
-    ``ExtractionConfig.enabled = False`` turns any extractor off)."""
-    return None
+    """The extractor a kernel opened without ``extractor=`` uses: ``RuleExtractor``
+    (``ExtractionConfig.enabled = False`` turns any extractor off)."""
+    return RuleExtractor()
