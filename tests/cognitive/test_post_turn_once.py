@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from memory_kernel import ConflictError, MemoryKernel
+from memory_kernel import ConflictError, ConsolidationAction, MemoryKernel
 from memory_kernel.models.turns import TurnHandle, TurnInput, TurnOutcome, TurnResult
 from memory_kernel.storage.tables import decisions, turn_results
 from memory_kernel.testing import FrozenClock
@@ -147,7 +147,7 @@ async def test_results_are_kept_for_the_retention_then_pruned_and_old_handles_re
     clock.advance(timedelta(days=2))
     late = await _handle(kernel, "retention-late")  # begun now: recorded normally
     report = await kernel.consolidate(AGENT)
-    assert report.agents[0].counts.get("turn_results_pruned") == 1
+    assert report.agents[0].counts.get(ConsolidationAction.TURN_RESULTS_PRUNED) == 1
     assert await _results(kernel) == 0
     before = await digest(kernel)
     with pytest.raises(ConflictError, match="turn_results_days"):
