@@ -265,6 +265,14 @@ def eval_(
             show_default=False,
         ),
     ] = None,
+    extractor: Annotated[
+        str | None,
+        typer.Option(
+            "--extractor",
+            help="conversations: none or rules (facts extracted from the turns) [default: none]",
+            show_default=False,
+        ),
+    ] = None,
     folds: Annotated[
         int | None,
         typer.Option(
@@ -281,7 +289,8 @@ def eval_(
     try:
         run_eval(
             console, suite=suite, data=data, embedder=embedder, json_path=json_path, plot=plot,
-            options={"budget": budget, "limit": limit, "contexts": contexts}, folds=folds,
+            options={"budget": budget, "limit": limit, "contexts": contexts,
+                     "extractor": extractor}, folds=folds,
             seed=seed,
         )  # fmt: skip
     except MemoryKernelError as exc:

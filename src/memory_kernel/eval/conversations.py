@@ -54,6 +54,8 @@ from memory_kernel.eval.naive import NaiveStore
 from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
+from memory_kernel.heart.extraction.rules import RuleExtractor
+from memory_kernel.protocols import FactExtractor
 from memory_kernel.testing import FrozenClock
 
 __all__ = ["DEFAULT_BUDGET", "OPENING_MESSAGE", "run", "score"]
@@ -192,12 +194,22 @@ def _context_row(dialogue: str, question: Question, ours: str, naive: str) -> di
     }
 
 
+_EXTRACTORS: dict[str, Callable[[], FactExtractor | None]] = {
+    "none": lambda: None,
+    "rules": RuleExtractor,
+}
+
+
 async def run(
     data: Path, embedder: Embedder, *, budget: int = DEFAULT_BUDGET, limit: int | None = None,
-    contexts: Path | None = None,
+    contexts: Path | None = None, extractor: str = "none",
 ) -> SuiteReport:  # fmt: skip
     """The suite (``memory-kernel eval conversations``); ``contexts``: also write each
-    question's two contexts there, one JSON object a line (to read why a question fails)."""
+    question's two contexts there, one JSON object a line (to read why a question fails);
+    ``extractor``: ``none`` (the default kernel's) or ``rules`` (``RuleExtractor``: facts
+    extracted from the turns through the queue, drained by its worker and ``consolidate``)."""
+    if extractor not in _EXTRACTORS:
+        raise ConfigError(f"--extractor must be one of {', '.join(_EXTRACTORS)}")
     if budget < 1:
         raise ConfigError("--budget must be at least 1 token")
     if limit is not None and limit < 1:
@@ -210,7 +222,7 @@ async def run(
     clock = FrozenClock(first)
     results: list[QuestionResult] = []
     texts: list[dict[str, Any]] | None = None if contexts is None else []
-    async with eval_kernel(embedder, clock=clock) as kernel:
+    async with eval_kernel(embedder, clock=clock, extractor=_EXTRACTORS[extractor]()) as kernel:
         has_end_session = callable(getattr(kernel, "end_session", None))
         replay = _Replay(kernel, clock)
         with progress("conversations", len(dataset.dialogues)) as advance:
