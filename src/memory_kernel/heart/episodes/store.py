@@ -352,6 +352,9 @@ async def get(
 # -- search ------------------------------------------------------------------------------------
 
 
+_COMPLETED = (_c.status == EpisodeStatus.COMPLETED.value,)  # one object: built once
+
+
 async def search_vector(
     conn: AsyncConnection, *, agent_id: str, vector: Vector, k: int
 ) -> list[tuple[Episode, float]]:
@@ -363,7 +366,7 @@ async def search_vector(
         agent_id=agent_id,
         vector=vector,
         k=k,
-        where=[_c.status == EpisodeStatus.COMPLETED.value],
+        where=_COMPLETED,
         columns=COLUMNS,
     )
     return [(to_episode(r._mapping), 1.0 - float(r.distance)) for r in rows]
