@@ -1,4 +1,4 @@
-"""Hybrid recall SQL: vector top-k (``storage.search.nearest``) and Postgres full-text top-k
+"""Hybrid recall SQL: vector top-k (``storage.search.knn_select``) and Postgres full-text top-k
 over facts, episodes, decisions or turns of one agent, merged into ``Candidate`` s with both ranks.
 
 Functions take the caller's connection and never write; every statement filters by
@@ -25,23 +25,23 @@ from sqlalchemy import (
     Table,
     Text,
     bindparam,
-    case,
     cast,
     func,
     literal,
     literal_column,
     select,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.context import statements
 from memory_kernel.context.recall import Candidate, with_similarity
 from memory_kernel.heart.episodes.policy import AUTOMATIC_OUTCOMES
 from memory_kernel.models.context import MemorySource
 from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus, FactStatus
 from memory_kernel.runtime import off_loop
 from memory_kernel.similarity import space_pieces, word_overlap, words
-from memory_kernel.storage.search import AnyRow, nearest
+from memory_kernel.storage.search import AnyRow
 from memory_kernel.storage.tables import decisions, episodes, facts, turns
 from memory_kernel.storage.vector import as_array
 from memory_kernel.vectors import Vector
@@ -70,7 +70,7 @@ class _Spec:
     table: Table
     columns: tuple[Any, ...]
     # Filters of both searches beyond ``nearest``'s searchable predicate, by min confidence.
-    where: Callable[[float], list[ColumnElement[bool]]]
+    where: Callable[[Any], list[ColumnElement[bool]]]
     # The full-text side's own visibility filter (``nearest`` applies SEARCHABLE itself).
     visible: Callable[[], list[ColumnElement[bool]]]
     to_text: Callable[[AnyRow], str]
@@ -168,30 +168,26 @@ async def candidates(
     spec = _SPECS[source]
     if source in UNRATED and default_confidence <= min_confidence:
         return []
-    filters = spec.where(min_confidence)
-    if exclude_session is not None and source is MemorySource.TURN:
-        filters.append(turns.c.session_id != exclude_session)
-    lexical = _lexical(spec, terms)
-    extra = [] if lexical is None else [lexical.label("lexical")]
+    other_sessions = exclude_session is not None and source is MemorySource.TURN
+    by_vector, by_text = _statements(source, other_sessions, len(terms))
+    selective = [t for t in terms if not t.too_common]
+    params = statements.params(
+        agent_id=agent_id, k=k, floor=min_confidence, session=exclude_session, vector=vector,
+        weights=[(t.tsquery, t.weight) for t in terms],
+        any_word=" | ".join(f"({t.tsquery})" for t in selective),
+    )  # fmt: skip
     found: dict[uuid.UUID, Candidate] = {}
-    if vector is not None and float(np.linalg.norm(vector)) > 0.0:
-        rows = await nearest(
-            conn,
-            spec.table,
-            agent_id=agent_id,
-            vector=vector,
-            k=k,
-            where=filters,
-            columns=[*spec.columns, *extra],
-        )
+    if vector is not None and float(np.linalg.norm(vector)) > 0.0 and k > 0:
+        rows = (await conn.execute(by_vector, params)).all()
         for rank, row in enumerate(rows, 1):
             c = _candidate(source, spec, row, default_confidence)
             found[c.id] = replace(
                 c, similarity=1.0 - float(row.distance), vector_rank=rank, lexical=_lex(row)
             )
-    if lexical is None:
+    if not terms:
         return list(found.values())
-    text_rows = await _text_rows(conn, spec, agent_id, terms, k, filters, lexical)
+    # Only very common words: the vector side recalls alone (see WeightedTerm.too_common).
+    text_rows = (await conn.execute(by_text, params)).all() if selective else []
     said: set[str] | None = None  # the query's words, tokenised once (the query may be long)
     for rank, row in enumerate(text_rows, 1):
         known = found.get(row.id)
@@ -297,7 +293,7 @@ def _visible(spec: _Spec) -> list[ColumnElement[bool]]:
     """The agent's rows the full-text side may see (bound: ``agent``, ``floor``)."""
     table = spec.table
     floor = bindparam("floor", type_=Float)
-    return [table.c.agent_id == bindparam("agent", type_=Text), *spec.visible(), *spec.where(floor)]  # type: ignore[arg-type]
+    return [table.c.agent_id == bindparam("agent", type_=Text), *spec.visible(), *spec.where(floor)]
 
 
 @cache
@@ -349,44 +345,17 @@ def weigh(stats: TermStats, words: Sequence[str]) -> list[WeightedTerm]:
     return weighted
 
 
-def _lexical(spec: _Spec, terms: Sequence[WeightedTerm]) -> ColumnElement[float] | None:
-    """A row's lexical score: the sum of the weights of the query words it contains."""
-    if not terms:
-        return None
-    tsv = spec.table.c.search_tsv
-    lexical: Any = literal(0.0, Float)
-    for term in terms:
-        matches = tsv.bool_op("@@")(cast(literal(term.tsquery, Text), TSQUERY))
-        lexical = lexical + case((matches, literal(term.weight, Float)), else_=0.0)
-    return cast(lexical, Float)
-
-
-async def _text_rows(
-    conn: AsyncConnection,
-    spec: _Spec,
-    agent_id: str,
-    terms: Sequence[WeightedTerm],
-    k: int,
-    filters: Sequence[ColumnElement[bool]],
-    lexical: ColumnElement[float],
-) -> Sequence[AnyRow]:
-    """Full-text candidates: rows containing any of the query's selective words (see
-    ``WeightedTerm.too_common``), best lexical score first."""
-    selective = [t for t in terms if not t.too_common]
-    if not selective:
-        return []  # only very common words: the vector side recalls alone
-    table = spec.table
-    score = lexical.label("lexical")
-    any_word = cast(literal(" | ".join(f"({t.tsquery})" for t in selective), Text), TSQUERY)
-    stmt = (
-        select(*spec.columns, score)
-        .where(
-            table.c.agent_id == agent_id,
-            *spec.visible(),
-            *filters,
-            table.c.search_tsv.bool_op("@@")(any_word),
-        )
-        .order_by(score.desc(), table.c.id)
-        .limit(k)
+@cache
+def _statements(
+    source: MemorySource, other_sessions: bool, terms: int
+) -> tuple[Select[Any], Select[Any]]:
+    """The vector and the full-text statement of ``source`` for ``terms`` weighted words
+    (``other_sessions``: the turns of ``:session`` left out), built once."""
+    spec = _SPECS[source]
+    filters = spec.where(bindparam("floor", type_=Float))
+    if other_sessions and source is MemorySource.TURN:
+        filters.append(turns.c.session_id != bindparam("session", type_=Text))
+    return (
+        statements.vector_search(spec.table, spec.columns, filters, terms),
+        statements.text_search(spec.table, spec.columns, [*spec.visible(), *filters], terms),
     )
-    return (await conn.execute(stmt)).all()

@@ -17,14 +17,18 @@ insert, and the search stays complete.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Integer,
     Row,
     Select,
     Table,
+    Text,
+    bindparam,
     select,
     union_all,
 )
@@ -40,6 +44,7 @@ __all__ = [
     "hnsw_predicate",
     "knn_select",
     "knn_sql",
+    "knn_statement",
     "nearest",
     "tiers",
 ]
@@ -120,6 +125,35 @@ def knn_select(
     return select(merged).order_by(merged.c.distance).limit(k)
 
 
+# Statements of nearest() by shape: the ids of the table, the columns and the filters, with
+# those objects (kept alive with the statement, so no other object takes their ids).
+_SHAPES: dict[tuple[int, ...], tuple[Select[Any], tuple[Any, ...]]] = {}
+_MAX_SHAPES = 256
+
+
+@cache
+def _plain_columns(table: Table) -> tuple[Any, ...]:
+    return tuple(c for c in table.c if c.name not in ("embedding", "search_tsv"))
+
+
+def knn_statement(
+    table: Table, columns: Sequence[Any], where: Sequence[ColumnElement[bool]]
+) -> Select[Any]:
+    """:func:`knn_select` with ``:agent``, ``:vector`` and ``:k`` bound, built once per
+    shape: the same ``columns`` and ``where`` objects (values in them as bind parameters)
+    give the same statement, its cache key computed once."""
+    key = (id(table), *map(id, columns), 0, *map(id, where))
+    found = _SHAPES.get(key)
+    if found is None:
+        if len(_SHAPES) >= _MAX_SHAPES:  # filters built per call: bounded, just not reused
+            del _SHAPES[next(iter(_SHAPES))]
+        agent = table.c.agent_id == bindparam("agent", type_=Text)
+        vector = bindparam("vector", type_=table.c.embedding.type)
+        stmt = knn_select(table, columns, [agent, *where], vector, bindparam("k", type_=Integer))
+        found = _SHAPES[key] = (stmt, (table, tuple(columns), tuple(where)))
+    return found[0]
+
+
 async def nearest(
     conn: AsyncConnection,
     table: Table,
@@ -129,18 +163,18 @@ async def nearest(
     k: int,
     where: Sequence[ColumnElement[bool]] = (),
     columns: Sequence[Any] | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> Sequence[AnyRow]:
     """The ``k`` searchable rows of ``agent_id`` nearest to ``vector`` by cosine distance.
 
     Each row carries the requested ``columns`` (default: all but the vector and the tsvector)
     plus ``distance`` (0 = same direction, 2 = opposite); ``similarity`` is ``1 - distance``.
+    ``where``: extra filters, best the same objects on every call with their values as bind
+    parameters (given in ``params``), so the statement is built once (:func:`knn_statement`).
     """
     if k <= 0:
         return []
-    if columns is None:
-        columns = [c for c in table.c if c.name not in ("embedding", "search_tsv")]
-    where = [table.c.agent_id == agent_id, *where]
-    rows: Sequence[AnyRow] = (
-        await conn.execute(knn_select(table, columns, where, vector, k))
-    ).all()
+    stmt = knn_statement(table, _plain_columns(table) if columns is None else columns, where)
+    values = {**(params or {}), "agent": agent_id, "vector": vector, "k": k}
+    rows: Sequence[AnyRow] = (await conn.execute(stmt, values)).all()
     return rows

@@ -49,18 +49,18 @@ async def _count(kernel: MemoryKernel) -> int:
 # -- statement counts (the load-independent side of latency) ------------------------------
 
 
-async def test_a_start_is_four_statements_a_sessions_next_turn_two(
+async def test_a_start_is_three_statements_a_sessions_next_turn_two(
     kernel: MemoryKernel,
 ) -> None:
     with statements(kernel) as sent:
         created = await kernel.heart.episodes.start(_ep(STATUS))
     assert not created.deduplicated
-    assert len(sent) == 4, sent  # lock, the session's episode (none), window read, insert
+    assert len(sent) == 3, sent  # lock, the session's episode (none) or the window, insert
     assert sent[0].startswith("SELECT pg_advisory_xact_lock(")
     with statements(kernel) as sent:
         reused = await kernel.heart.episodes.start(_ep(STATUS, session="s2"))
     assert reused.deduplicated and reused.episode.id == created.episode.id
-    assert len(sent) == 4, sent  # lock, the session's episode (none), window read, touch
+    assert len(sent) == 3, sent  # lock, the session's episode (none) or the window, touch
     with statements(kernel) as sent:
         going_on = await kernel.heart.episodes.start(_ep("Something else entirely"))
     assert going_on.episode.id == created.episode.id
@@ -71,11 +71,11 @@ async def test_an_end_is_three_statements_four_with_a_target(kernel: MemoryKerne
     with statements(kernel) as sent:
         first = await run(kernel, "failure")
     assert first.decision is AdmissionDecision.ADD
-    assert len(sent) == 4 + 3, sent  # the start; lock + ef_search, episode + search, write
+    assert len(sent) == 3 + 3, sent  # the start; lock + ef_search, episode + search, write
     with statements(kernel) as sent:
         second = await run(kernel, "success")
     assert second.decision is AdmissionDecision.REPLACE
-    assert len(sent) == 4 + 4, sent  # ... and the target, locked
+    assert len(sent) == 3 + 4, sent  # ... and the target, locked
 
 
 class _CountingCache(dict[Any, Any]):
@@ -134,10 +134,10 @@ async def test_a_start_never_reuses_an_episode_ended_after_the_read(
 
     # The read still saw it ongoing: as if the end committed between the read and the reuse
     # (ends do not take the start lock).
-    async def stale(_conn: Any, **_kwargs: Any) -> list[OngoingEpisode]:
-        return [OngoingEpisode(first.episode.id, STATUS, 1.0)]
+    async def stale(_conn: Any, **_kwargs: Any) -> tuple[None, list[OngoingEpisode]]:
+        return None, [OngoingEpisode(first.episode.id, STATUS, 1.0)]
 
-    monkeypatch.setattr(store, "recent_ongoing", stale)
+    monkeypatch.setattr(store, "session_or_recent", stale)
     again = await kernel.heart.episodes.start(_ep(STATUS, session="s2"))
     assert not again.deduplicated and again.episode.id != first.episode.id
     kinds = [e["event"] for e in await events_of(kernel, first.episode.id)]

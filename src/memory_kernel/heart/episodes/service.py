@@ -96,22 +96,18 @@ class EpisodeService:
         """Under the agent's start lock: go on with the session's ongoing episode, else
         reuse the best duplicate in the window, else create."""
         agent, now = episode.agent_id, self._rt.clock.now()
-        current = await store.continue_session(
+        current, recent = await store.session_or_recent(
             conn,
             agent_id=agent,
             session_id=episode.session_id,
             since=now - timedelta(seconds=self._cfg.episode_idle_end_s),
             now=now,
-        )
-        if current is not None:
-            return EpisodeStart(episode=current, deduplicated=True, reason=SESSION_GOES_ON)
-        recent = await store.recent_ongoing(
-            conn,
-            agent_id=agent,
-            since=now - timedelta(seconds=self._cfg.episode_dedup_window_s),
+            window=now - timedelta(seconds=self._cfg.episode_dedup_window_s),
             vector=vector,
             limit=self._cfg.episode_dedup_scan,
         )
+        if current is not None:
+            return EpisodeStart(episode=current, deduplicated=True, reason=SESSION_GOES_ON)
         while (
             match := find_duplicate(
                 episode.summary,

@@ -24,6 +24,7 @@ from sqlalchemy import (
     ARRAY,
     BindParameter,
     DateTime,
+    Float,
     Insert,
     Integer,
     Select,
@@ -31,10 +32,15 @@ from sqlalchemy import (
     Text,
     any_,
     bindparam,
+    cast,
+    exists,
     false,
     func,
     literal,
+    null,
     select,
+    true,
+    union_all,
 )
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -55,7 +61,6 @@ __all__ = [
     "abandon",
     "add_usage",
     "binds",
-    "continue_session",
     "create",
     "event_insert",
     "event_params",
@@ -63,10 +68,10 @@ __all__ = [
     "increment_turns",
     "lock_starts",
     "ongoing",
-    "recent_ongoing",
     "reuse",
     "search_text",
     "search_vector",
+    "session_or_recent",
     "to_episode",
 ]
 
@@ -130,38 +135,6 @@ async def lock_starts(conn: AsyncConnection, agent_id: str) -> None:
     """Serialise the agent's starts until the transaction ends: statements run after this
     see every start the lock's previous holder committed."""
     await locks.lock(conn, "mk-episode-start", agent_id)
-
-
-_RECENT = (
-    # A NULL vector makes every similarity NULL: one statement serves both cases.
-    select(
-        _c.id,
-        _c.summary,
-        (1 - _c.embedding.cosine_distance(bindparam("vector", type_=VectorType()))).label(
-            "similarity"
-        ),
-    )
-    .where(
-        _c.agent_id == _AGENT,
-        _c.status == EpisodeStatus.ONGOING.value,
-        _c.started_at >= bindparam("since", type_=DateTime(timezone=True)),
-    )
-    .order_by(_c.started_at.desc(), _c.id)
-    .limit(bindparam("limit", type_=Integer))
-)
-
-
-async def recent_ongoing(
-    conn: AsyncConnection, *, agent_id: str, since: datetime, vector: Vector | None, limit: int
-) -> list[OngoingEpisode]:
-    """The agent's ongoing episodes started at or after ``since``, newest first (a range
-    scan of the (agent_id, status, started_at) btree, not a vector search)."""
-    params = {"agent": agent_id, "since": since, "vector": vector, "limit": limit}
-    rows = await conn.execute(_RECENT, params)
-    return [
-        OngoingEpisode(r.id, r.summary, None if r.similarity is None else float(r.similarity))
-        for r in rows
-    ]
 
 
 @functools.cache
@@ -253,14 +226,39 @@ _CONTINUE = (
 )
 
 
-async def continue_session(
-    conn: AsyncConnection, *, agent_id: str, session_id: str, since: datetime, now: datetime
-) -> Episode | None:
-    """The session's ongoing episode last active at or after ``since``, touched; ``None``
-    when it has none (one statement)."""
-    params = {"agent": agent_id, "session": session_id, "since": since, "now": now}
-    row = (await conn.execute(_CONTINUE, params)).first()
-    return None if row is None else to_episode(row._mapping)
+# Else, in the same round trip, the agent's ongoing episodes started at or after ``window``
+# (newest first, a range scan of the (agent_id, status, started_at) btree), which a new start
+# is deduplicated against; a NULL vector makes every similarity NULL.
+_TOUCHED = _CONTINUE.cte("touched")
+_START_READ = union_all(
+    select(*_TOUCHED.c, cast(null(), Float).label("similarity"), true().label("touched")),
+    select(*COLUMNS, (1 - _c.embedding.cosine_distance(bindparam("vector", type_=VectorType())))
+           .label("similarity"), false().label("touched"))
+    .where(_c.agent_id == _AGENT, _ONGOING, ~exists(select(_TOUCHED.c.id)),
+           _c.started_at >= bindparam("window", type_=DateTime(timezone=True)))
+    .order_by(_c.started_at.desc(), _c.id)
+    .limit(bindparam("limit", type_=Integer)),
+)  # fmt: skip
+
+
+async def session_or_recent(
+    conn: AsyncConnection, *, agent_id: str, session_id: str, since: datetime, now: datetime,
+    window: datetime, vector: Vector | None, limit: int,
+) -> tuple[Episode | None, list[OngoingEpisode]]:  # fmt: skip
+    """The session's ongoing episode last active at or after ``since``, touched; else the
+    agent's ongoing episodes started at or after ``window`` (at most ``limit``, newest
+    first), with their similarity to ``vector``. One statement."""
+    params = {"agent": agent_id, "session": session_id, "since": since, "now": now,
+              "window": window, "vector": vector, "limit": limit}  # fmt: skip
+    rows = (await conn.execute(_START_READ, params)).all()
+    touched = next((r for r in rows if r.touched), None)
+    if touched is not None:
+        return to_episode(touched._mapping), []
+    recent = sorted(sorted(rows, key=lambda r: r.id), key=lambda r: r.started_at, reverse=True)
+    return None, [
+        OngoingEpisode(r.id, r.summary, None if r.similarity is None else float(r.similarity))
+        for r in recent
+    ]
 
 
 async def ongoing(
@@ -354,6 +352,9 @@ async def get(
 # -- search ------------------------------------------------------------------------------------
 
 
+_COMPLETED = (_c.status == EpisodeStatus.COMPLETED.value,)  # one object: built once
+
+
 async def search_vector(
     conn: AsyncConnection, *, agent_id: str, vector: Vector, k: int
 ) -> list[tuple[Episode, float]]:
@@ -365,7 +366,7 @@ async def search_vector(
         agent_id=agent_id,
         vector=vector,
         k=k,
-        where=[_c.status == EpisodeStatus.COMPLETED.value],
+        where=_COMPLETED,
         columns=COLUMNS,
     )
     return [(to_episode(r._mapping), 1.0 - float(r.distance)) for r in rows]

@@ -133,6 +133,16 @@ def _close(a: str, b: str) -> bool:
     return len(short) >= 4 and (long_.endswith(short) or long_.startswith(short))
 
 
+def _moved(gone: list[str], came: set[str]) -> int:
+    """How many of the words ``gone`` from one side came back elsewhere in the other, the
+    same or :func:`_close` (which needs four letters on both sides, so only those are
+    compared pairwise)."""
+    longer = [c for c in came if len(c) >= 4]
+    return sum(
+        word in came or (len(word) >= 4 and any(_close(word, c) for c in longer)) for word in gone
+    )
+
+
 def _is_name(item: Item) -> bool:
     return item[2][:1].isupper() or item[0] == "id"
 
@@ -200,7 +210,7 @@ def compare(old: Statement, new: Statement) -> FrameDiff:
             counts[kind] += 1
     longer = max(len(a), len(b))
     shared = min(equal / longer, 1.0) if longer else 1.0
-    moved = sum(any(_close(x[1], y[1]) or x[1] == y[1] for y in came) for x in gone)
+    moved = _moved([i[1] for i in gone], {i[1] for i in came})
     return FrameDiff(
         moved=moved,
         parallel=shared >= _PARALLEL,

@@ -8,18 +8,23 @@ changed value have to look at the words themselves.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, TypeVar
 
 __all__ = [
     "FUNCTION_WORDS",
     "TextFeatures",
     "features",
+    "frozen",
     "normalise_content",
     "same_stem",
     "stem",
     "tokens",
 ]
+
+T = TypeVar("T")
 
 # Times, money, plain numbers (with thousands separators, decimals, percent), then words
 # (an apostrophe suffix stays attached so "Ana's" is one token).
@@ -181,6 +186,17 @@ def _head(words: list[str]) -> str:
     return stem(first)
 
 
+_EMPTY: frozenset[Any] = frozenset()
+
+
+def frozen(items: Iterable[T]) -> frozenset[T]:
+    """``frozenset(items)``, or the one shared empty set: parses are cached for the
+    process's life, and every object they keep is one more for the garbage collector to
+    walk on each full collection."""
+    found = frozenset(items)
+    return found if found else _EMPTY
+
+
 @lru_cache(maxsize=65_536)
 def features(text: str) -> TextFeatures:
     words = tokens(text)
@@ -196,7 +212,7 @@ def features(text: str) -> TextFeatures:
         text=text,
         words=tuple(words),
         content=tuple(content),
-        values=frozenset(values),
+        values=frozen(values),
         head=_head(words),
     )
 

@@ -7,7 +7,6 @@ operations per pair), so every candidate of a ``learn`` can be scored.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
 
 from memory_kernel.heart.facts.frames import FrameDiff, compare
 from memory_kernel.heart.facts.normalise import stem
@@ -27,12 +26,20 @@ PAIR_FEATURES = (
 )  # fmt: skip
 
 
-@lru_cache(maxsize=262_144)
-def _match(word: str, pool: frozenset[str]) -> bool:
+def _match(word: str, pool: frozenset[str], affixes: frozenset[str] | None = None) -> bool:
     """Same stem, a derived form (deploy/deploys, night/nightly: the longer adds at most
-    three letters to a stem of five or more), or a compound's last part (houseplant/plant)."""
+    three letters to a stem of five or more), or a compound's last part (houseplant/plant).
+    ``affixes``: the five-letter beginnings and ends of the pool's longer words
+    (``Statement.affixes`` of its ``content``), which any match shares with ``word``.
+
+    Not cached: a cache of (word, pool) pairs kept every pair a learn ever compared alive,
+    and the garbage collector walked them all again and again."""
     if word in pool:
         return True
+    if len(word) < 5:
+        return False  # the shorter of the two words has five letters or more
+    if affixes is not None and word[:5] + "-" not in affixes and "-" + word[-5:] not in affixes:
+        return False
     for other in pool:
         short, long_ = (word, other) if len(word) <= len(other) else (other, word)
         if len(short) < 5:
@@ -126,8 +133,8 @@ def pair_features(
     """Every pair feature by name (:data:`PAIR_FEATURES`); a scorer picks the ones it was
     trained on."""
     # Each word of a side matched against the other side once; every share below reads it.
-    in_new = {w: _match(w, new.content) for w in old.content}
-    in_old = {w: _match(w, old.content) for w in new.content}
+    in_new = {w: _match(w, new.content, new.affixes) for w in old.content}
+    in_old = {w: _match(w, old.content, old.affixes) for w in new.content}
 
     def share(words: Iterable[str], matched: dict[str, bool]) -> float:
         distinct = set(words)

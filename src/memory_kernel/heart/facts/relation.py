@@ -253,7 +253,9 @@ def classify_pair(
     # A flipped meaning written differently may still be a new value; it is never the same.
     same_sense = flip is None and similarity >= t.dedup_similarity
     maybe_same = same_sense and may_be_duplicate(s_old, s_new, diff)
-    if not (scored or maybe_same):
+    # Without a possible merge, the update scorer can only retire on a firm tie (below):
+    # with a weaker one its probability decides nothing, so it is not computed.
+    if not (maybe_same or (scored and tied >= 2)):
         return (
             verdict(*framed)
             if framed is not None

@@ -12,10 +12,10 @@ classes of English (auxiliaries, citation nouns, time words) and the shape of to
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, stem, value_of
+from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, frozen, stem, value_of
 
 __all__ = ["GENERIC", "Statement", "abbreviation_like", "statement", "stem_is_verb"]
 
@@ -165,6 +165,10 @@ class Statement:
     item_keys: frozenset[str] = frozenset()
     abbreviations: int = 0
     topic_pool: frozenset[str] = frozenset()  # content (no generic words) and names
+    _value_types: frozenset[str] = field(init=False, repr=False, compare=False)  # read per pair
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_value_types", frozen(kind for kind, _ in self.values))
 
     def shares_anything(self, other: Statement) -> bool:
         """A word, affix, name, identifier or value type in common (a necessary condition
@@ -176,7 +180,7 @@ class Statement:
         )  # fmt: skip
 
     def value_types(self) -> frozenset[str]:
-        return frozenset(kind for kind, _ in self.values)
+        return self._value_types
 
     def value_keys(self) -> frozenset[str]:
         """The values as said, whatever their unit is called: "12 minutes" and "12 min",
@@ -336,19 +340,20 @@ def statement(text: str) -> Statement:
     for i, (token, low) in enumerate(zip(words, lower, strict=True)):
         prev = lower[i - 1] if i else ""
         nxt = lower[i + 1] if i + 1 < len(lower) else ""
-        has_digit = any(c.isdigit() for c in low)
-        is_code = (
+        word = low.isalpha()  # most tokens: no digit, so no code, kind, amount or unit
+        has_digit = not word and any(c.isdigit() for c in low)
+        is_code = not word and ((
             has_digit and any(c.isalpha() for c in low) and not _AMPM.match(low)
             and not _ORDINAL.match(low)
-        ) or bool(re.fullmatch(r"0\d+", low))  # "006" numbers a thing  # fmt: skip
+        ) or bool(re.fullmatch(r"0\d+", low)))  # "006" numbers a thing  # fmt: skip
         if prev in _CITATION and (has_digit or len(low) <= 3) and low not in FUNCTION_WORDS:
             identifiers.add(_identifier(low))
             items.append(("id", _identifier(low), token))
             continue
-        if _KIND.match(low):
+        if not word and _KIND.match(low):
             items.append(("p" if i >= split else "h", low, token))
             continue
-        money = _MONEY.match(low)
+        money = None if word else _MONEY.match(low)
         if is_code and not _UNIT_SUFFIX.match(low) and not (money and money.group(3)):
             identifiers.add(_identifier(low))
             items.append(("id", _identifier(low), token))
@@ -375,23 +380,23 @@ def statement(text: str) -> Statement:
         text=text,
         holder=tuple(holder),
         predicate=tuple(predicate),
-        values=frozenset(values),
-        identifiers=frozenset(identifiers),
-        names=frozenset(names),
+        values=frozen(values),
+        identifiers=frozen(identifiers),
+        names=frozen(names),
         question=question,
         list_item=bool(lowered & _LIST_ADDING) or bool(_CLAUSE_FINAL_TOO.search(text)),
-        listed=_listed(lower),
+        listed=frozen(_listed(lower)),
         irrealis=bool(lowered & _IRREALIS),
         change=bool(lowered & _CHANGE),
-        time_words=frozenset(lowered & _TIME_WORDS),
+        time_words=frozen(lowered & _TIME_WORDS),
         personal=bool(lowered & {"i", "my", "me", "we", "our", "i'm", "i've", "we're"}),
         items=tuple(items),
-        content=frozenset(holder) | frozenset(predicate),
+        content=frozen([*holder, *predicate]),
         item_affixes=tuple((i[1], i[1][:5] + "-", "-" + i[1][-5:]) for i in items),
-        item_keys=frozenset(i[1] for i in items),
+        item_keys=frozen(i[1] for i in items),
         abbreviations=sum(abbreviation_like(i[2]) for i in items),
-        topic_pool=frozenset(w for w in (*holder, *predicate) if w not in GENERIC) | names,
-        affixes=frozenset(
+        topic_pool=frozen([*(w for w in (*holder, *predicate) if w not in GENERIC), *names]),
+        affixes=frozen(
             a for w in (*holder, *predicate) if len(w) >= 5 for a in (w[:5] + "-", "-" + w[-5:])
         ),
     )
