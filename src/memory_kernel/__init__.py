@@ -52,7 +52,7 @@ from memory_kernel.errors import (
     StorageError,
     ValidationError,
 )
-from memory_kernel.heart.extraction import ChatExtractor
+from memory_kernel.heart.extraction import ChatExtractor, RuleExtractor
 from memory_kernel.inspection import (
     AgentInspection,
     ContextReportEntry,
@@ -259,6 +259,7 @@ __all__ = [
     "RelevanceConfigError",
     "RelevancePipeline",
     "Resolution",
+    "RuleExtractor",
     "RuleJudge",
     "SearchType",
     "SentenceTransformerEmbedder",
