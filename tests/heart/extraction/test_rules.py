@@ -212,7 +212,13 @@ def test_inverted_and_measuring_phrasings_set_the_same_subject(one: str, other: 
 
 @pytest.mark.parametrize(
     "text",
-    ["Thanks for having my back.", "Congrats, Nate!", "Hey Maria.", "Two minutes max."],
+    [
+        "Thanks for having my back.",
+        "Congrats, Nate!",
+        "Hey Maria.",
+        "Two minutes max.",
+        "Sounds like a great plan, John!",
+    ],
 )
 def test_clauses_to_the_other_party_and_verbless_fragments_give_no_fact(text: str) -> None:
     assert _facts(text, "user") == []

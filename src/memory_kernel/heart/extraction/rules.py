@@ -68,6 +68,8 @@ _CONFIDENCE_KEYED = 0.75
 _CONFIDENCE_LOW = 0.6  # kept as written, or negated
 _MIN_CONTENT = 2
 _MAX_CHARS = 400
+# A name closing a clause after a comma calls the other party: "Sounds great, John!".
+_VOCATIVE = re.compile(r",\s*[A-Z][a-z]+\s*[!.]*\s*$")
 _SECOND_PERSON = frozenset(
     {"you", "your", "you're", "you've", "you'll", "yours", "yourself"}
 )  # a longer "clause" is a list or a paste, not a statement
@@ -165,7 +167,7 @@ def _clause(
         lower = [t.lower() for t in tokens]
     clause = parse(tokens)
     about = _named_holder(clause)
-    if _dropped(clause, lower):
+    if _dropped(clause, lower) or _VOCATIVE.search(text):
         return None, about
     negated = any(w in NEGATIONS or w.endswith("n't") for w in lower)
     plural = clause.kind == "plural" or any(w in ("we", "us", "our", "we're") for w in lower)
