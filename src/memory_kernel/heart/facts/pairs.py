@@ -75,7 +75,7 @@ def content_overlap(old: Statement, new: Statement) -> float:
 def typed_value_changed(old: Statement, new: Statement) -> bool:
     """A value with a type beyond a bare number (an amount, a time, a date, a frequency...)
     replaced by another of its type."""
-    kinds = {k for k in old.value_types() & new.value_types() if k != "number"}
+    kinds = {k for k in old.value_types & new.value_types if k != "number"}
     return any(
         {v for k, v in old.values if k == kind} != {v for k, v in new.values if k == kind}
         for kind in kinds
@@ -103,7 +103,7 @@ def _value_relation(old: Statement, new: Statement) -> tuple[float, float, float
     only)."""
     shared = float(bool(old.values & new.values))
     changed = 0.0
-    for kind in old.value_types() & new.value_types():
+    for kind in old.value_types & new.value_types:
         mine = {v for k, v in old.values if k == kind}
         theirs = {v for k, v in new.values if k == kind}
         if not mine <= theirs:

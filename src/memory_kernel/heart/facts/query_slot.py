@@ -130,7 +130,7 @@ def query_view(text: str) -> Query:
 
 
 def _kinds(s: Statement) -> frozenset[str]:
-    kinds = set(s.value_types())
+    kinds = set(s.value_types)
     if s.identifiers:
         kinds.add("identifier")
     if s.names:

@@ -165,10 +165,11 @@ class Statement:
     item_keys: frozenset[str] = frozenset()
     abbreviations: int = 0
     topic_pool: frozenset[str] = frozenset()  # content (no generic words) and names
-    _value_types: frozenset[str] = field(init=False, repr=False, compare=False)  # read per pair
+    # The kinds of its values, read for every pair: computed once.
+    value_types: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_value_types", frozen(kind for kind, _ in self.values))
+        object.__setattr__(self, "value_types", frozen(kind for kind, _ in self.values))
 
     def shares_anything(self, other: Statement) -> bool:
         """A word, affix, name, identifier or value type in common (a necessary condition
@@ -176,11 +177,8 @@ class Statement:
         return bool(
             self.content & other.content or self.affixes & other.affixes
             or self.names & other.names or self.identifiers & other.identifiers
-            or self.value_types() & other.value_types()
+            or self.value_types & other.value_types
         )  # fmt: skip
-
-    def value_types(self) -> frozenset[str]:
-        return self._value_types
 
     def value_keys(self) -> frozenset[str]:
         """The values as said, whatever their unit is called: "12 minutes" and "12 min",
@@ -269,10 +267,9 @@ GENERIC = frozenset(_GENERIC_TEXT.split())
 
 def abbreviation_like(token: str) -> bool:
     """Short capitals ("SF", "PRs") or a numeronym / letter-digit code ("k8s", "S3")."""
-    if re.fullmatch(r"[a-z]\d+[a-z]", token):  # a numeronym's last letter may be an "s"
-        return True
     body = token[:-1] if token.endswith("s") else token
-    if re.fullmatch(r"[a-z]\d+[a-z]", body) or re.fullmatch(r"[A-Z]\d", body):
+    # A numeronym ("k8s": its last letter may be an "s"), perhaps pluralised, or a code.
+    if re.fullmatch(r"[a-z]\d+[a-z]s?", token) or re.fullmatch(r"[A-Z]\d", body):
         return True
     return 2 <= len(body) <= 5 and body.isalpha() and body.isupper()
 
