@@ -57,9 +57,12 @@ def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def schema_config(schema: str, **sections: dict[str, object]) -> MemoryKernelConfig:
-    """A config on ``schema``; a ``storage`` section is merged with the schema name."""
+    """A config on ``schema``; a ``storage`` section is merged with the schema name. The idle
+    episode sweeper is off unless a ``heart`` section turns it on (a test moves the clock
+    across the idle time and counts what it ends; tests/heart/episodes/test_sweeper.py)."""
     storage = {"schema_name": schema, **sections.pop("storage", {})}
-    return MemoryKernelConfig.from_mapping({"storage": storage, **sections})
+    heart = {"episode_sweep_s": 0, **sections.pop("heart", {})}
+    return MemoryKernelConfig.from_mapping({"storage": storage, "heart": heart, **sections})
 
 
 @asynccontextmanager

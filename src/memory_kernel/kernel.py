@@ -16,6 +16,7 @@ from memory_kernel.consolidation.phases import ProgressCallback
 from memory_kernel.context.engine import ContextEngine
 from memory_kernel.embeddings import HashingEmbedder
 from memory_kernel.heart import Heart
+from memory_kernel.heart.episodes.sweeper import EpisodeSweeper
 from memory_kernel.heart.extraction import default_extractor
 from memory_kernel.heart.extraction.worker import ExtractionWorker
 from memory_kernel.inspection import AgentInspection, inspect_agent
@@ -83,6 +84,8 @@ class MemoryKernel:
         self._extraction_worker = ExtractionWorker(
             self.heart.extraction, config.extraction.worker_poll_s
         )
+        # Ends idle episodes between nightly runs; started by open() too.
+        self._episode_sweeper = EpisodeSweeper(self.heart.episodes, config.heart.episode_sweep_s)
         self._closed = False
 
     @classmethod
@@ -215,6 +218,7 @@ class MemoryKernel:
         self._closed = True
         await self._embedding_worker.stop()
         await self._extraction_worker.stop()
+        await self._episode_sweeper.stop()
         await self._index_worker.stop()
         await self.context.close()
         await self._db.close()
@@ -292,4 +296,6 @@ async def _open(
         kernel._index_worker.start()
     if config.extraction.worker and kernel.heart.extraction.extractor is not None:
         kernel._extraction_worker.start()
+    if config.heart.episode_sweep_s > 0:
+        kernel._episode_sweeper.start()
     return kernel

@@ -44,7 +44,17 @@ class HeartConfig(Frozen):
         description=(
             "A session's episode ends after this long without a turn: the session's next "
             "turn starts a new episode, and the idle one is ended (summary, admission) by "
-            "consolidate, by kernel.end_session or by kernel.end_idle_episodes."
+            "the kernel's sweeper (episode_sweep_s), consolidate, kernel.end_session or "
+            "kernel.end_idle_episodes."
+        ),
+    )
+    episode_sweep_s: float = Field(
+        default=60.0,
+        ge=0,
+        description=(
+            "How often the kernel's background sweeper ends idle episodes (those idle for "
+            "episode_idle_end_s) of every agent, so they end by themselves between nightly "
+            "runs; 0 turns the sweeper off."
         ),
     )
     episode_summary_chars: int = Field(

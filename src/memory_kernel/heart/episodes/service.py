@@ -206,6 +206,14 @@ class EpisodeService:
         self._rt.db.staged.note("episodes", [agent_id])
         return ended
 
+    async def end_all_idle(self, *, agents: int = 100) -> list[EpisodeEnd]:
+        """``end_idle`` for up to ``agents`` agents that have idle episodes (the sweeper's
+        round)."""
+        ended: list[EpisodeEnd] = []
+        for agent_id in await self._sessions.idle_agents(limit=agents):
+            ended += await self.end_idle(agent_id)
+        return ended
+
     async def count_idle(self, agent_id: str) -> int:
         """How many of the agent's episodes ``end_idle`` would end now."""
         return await self._sessions.idle(agent_id)

@@ -64,6 +64,12 @@ class SessionEnds:
             found = await store.ongoing(conn, agent_id=agent_id, idle_before=before, limit=limit)
         return await self._end_all(found, IDLE)
 
+    async def idle_agents(self, *, limit: int = 100) -> list[str]:
+        """Agents with episodes ``end_idle`` would end now."""
+        before = self._rt.clock.now() - timedelta(seconds=self._cfg.episode_idle_end_s)
+        async with self._rt.db.connection() as conn:
+            return await store.idle_agents(conn, idle_before=before, limit=limit)
+
     async def idle(self, agent_id: str) -> int:
         """How many of the agent's episodes are idle (what ``end_idle`` would end)."""
         before = self._rt.clock.now() - timedelta(seconds=self._cfg.episode_idle_end_s)

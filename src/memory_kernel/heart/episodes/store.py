@@ -65,6 +65,7 @@ __all__ = [
     "event_insert",
     "event_params",
     "get",
+    "idle_agents",
     "increment_turns",
     "lock_starts",
     "ongoing",
@@ -259,6 +260,12 @@ async def session_or_recent(
         OngoingEpisode(r.id, r.summary, None if r.similarity is None else float(r.similarity))
         for r in recent
     ]
+
+
+async def idle_agents(conn: AsyncConnection, *, idle_before: datetime, limit: int) -> list[str]:
+    """Agents with an ongoing episode last active before ``idle_before`` (the sweeper's)."""
+    stmt = select(_c.agent_id).where(_ONGOING, _c.updated_at < idle_before).distinct()
+    return list((await conn.scalars(stmt.limit(limit))).all())
 
 
 async def ongoing(
