@@ -59,31 +59,37 @@ class _RetryableStatus(Exception):
 
 
 class OpenAICompatibleHTTP:
-    """POSTs JSON to ``url`` with bearer auth, bounded attempts and backoff."""
+    """POSTs JSON to ``base_url`` + ``path`` with bearer auth, bounded attempts and
+    exponential backoff (``backoff``: the first wait and the longest, in seconds). ``extra``
+    names the client in errors."""
 
     def __init__(
         self,
-        url: str,
+        base_url: str,
+        path: str,
         *,
         api_key: str | None,
         timeout: float,
         max_retries: int,
-        wait_first: float,
-        wait_max: float,
+        backoff: tuple[float, float],
         error: type[MemoryKernelError],
         extra: str,
     ) -> None:
+        if timeout <= 0 or max_retries < 0:
+            raise ConfigError(
+                f"{extra} needs timeout > 0 and max_retries >= 0; got timeout={timeout}, "
+                f"max_retries={max_retries}"
+            )
         try:
             import httpx
         except ImportError as exc:
             raise ConfigError(f"{extra} needs httpx: pip install 'memory-kernel[openai]'") from exc
-        self.url = url
+        self.url = base_url.rstrip("/") + path
         self._httpx = httpx
         self._api_key = api_key
         self._timeout = timeout
         self._attempts = max_retries + 1
-        self._wait_first = wait_first
-        self._wait_max = wait_max
+        self._wait_first, self._wait_max = backoff
         self._error = error
         # Created on first use so the client belongs to the event loop that uses it.
         self._client: httpx.AsyncClient | None = None

@@ -31,8 +31,7 @@ __all__ = ["OpenAICompatibleEmbedder"]
 
 # Backoff between attempts: 0.1 s, 0.2 s, 0.4 s... capped, so a flaky local server is
 # ridden out quickly without stalling a caller for long.
-_WAIT_FIRST = 0.1
-_WAIT_MAX = 2.0
+_BACKOFF = (0.1, 2.0)
 
 
 class _Item(pydantic.BaseModel):
@@ -63,22 +62,15 @@ class OpenAICompatibleEmbedder(HTTPBacked):
         max_retries: int = 3,
         batch_size: int = 128,
     ) -> None:
-        if dim < 1 or batch_size < 1 or max_retries < 0 or timeout <= 0:
+        if dim < 1 or batch_size < 1:
             raise ConfigError(
-                "OpenAICompatibleEmbedder needs dim >= 1, batch_size >= 1, "
-                f"max_retries >= 0 and timeout > 0; got dim={dim}, batch_size={batch_size}, "
-                f"max_retries={max_retries}, timeout={timeout}"
+                "OpenAICompatibleEmbedder needs dim >= 1 and batch_size >= 1; got "
+                f"dim={dim}, batch_size={batch_size}"
             )
         self._http = OpenAICompatibleHTTP(
-            base_url.rstrip("/") + "/embeddings",
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-            wait_first=_WAIT_FIRST,
-            wait_max=_WAIT_MAX,
-            error=EmbedderError,
-            extra="OpenAICompatibleEmbedder",
-        )
+            base_url, "/embeddings", api_key=api_key, timeout=timeout, max_retries=max_retries,
+            backoff=_BACKOFF, error=EmbedderError, extra="OpenAICompatibleEmbedder",
+        )  # fmt: skip
         self._url = self._http.url
         self._model = model
         self._dim = dim

@@ -28,8 +28,7 @@ __all__ = ["ADMISSION_SYSTEM_PROMPT", "ChatJudge", "admission_prompt"]
 M = TypeVar("M", bound=pydantic.BaseModel)
 
 # Backoff between attempts: 0.2 s, 0.4 s... capped; a judge is off the hot path.
-_WAIT_FIRST = 0.2
-_WAIT_MAX = 4.0
+_BACKOFF = (0.2, 4.0)
 _SNIPPET = 200
 # Items of a run shown to the model; counts are always given in full.
 _MAX_LISTED = 20
@@ -98,21 +97,12 @@ class ChatJudge(HTTPBacked):
         temperature: float = 0.0,
         json_mode: bool = True,
     ) -> None:
-        if timeout <= 0 or max_retries < 0 or max_concurrency < 1:
-            raise ConfigError(
-                "ChatJudge needs timeout > 0, max_retries >= 0 and max_concurrency >= 1; got "
-                f"timeout={timeout}, max_retries={max_retries}, max_concurrency={max_concurrency}"
-            )
+        if max_concurrency < 1:
+            raise ConfigError(f"ChatJudge needs max_concurrency >= 1; got {max_concurrency}")
         self._http = OpenAICompatibleHTTP(
-            base_url.rstrip("/") + "/chat/completions",
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-            wait_first=_WAIT_FIRST,
-            wait_max=_WAIT_MAX,
-            error=JudgeError,
-            extra="ChatJudge",
-        )
+            base_url, "/chat/completions", api_key=api_key, timeout=timeout,
+            max_retries=max_retries, backoff=_BACKOFF, error=JudgeError, extra="ChatJudge",
+        )  # fmt: skip
         self._url = self._http.url
         self._model = model
         self._max_concurrency = max_concurrency

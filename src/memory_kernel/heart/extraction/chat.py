@@ -31,8 +31,7 @@ __all__ = ["EXTRACTION_SCHEMA", "EXTRACTION_SYSTEM_PROMPT", "ChatExtractor", "ex
 
 _log = logging.getLogger(__name__)
 # Backoff between attempts: 0.5 s, 1 s... capped; extraction is off the hot path.
-_WAIT_FIRST = 0.5
-_WAIT_MAX = 8.0
+_BACKOFF = (0.5, 8.0)
 _SNIPPET = 200
 
 EXTRACTION_SYSTEM_PROMPT = """\
@@ -121,24 +120,14 @@ class ChatExtractor(HTTPBacked):
         response_format: Literal["json_schema", "json_object", "none"] = "json_schema",
         max_turn_chars: int = 8000,
     ) -> None:
-        if timeout <= 0 or max_retries < 0 or max_turn_chars < 1:
-            raise ConfigError(
-                "ChatExtractor needs timeout > 0, max_retries >= 0 and max_turn_chars >= 1; "
-                f"got timeout={timeout}, max_retries={max_retries}, "
-                f"max_turn_chars={max_turn_chars}"
-            )
+        if max_turn_chars < 1:
+            raise ConfigError(f"ChatExtractor needs max_turn_chars >= 1; got {max_turn_chars}")
         if response_format not in ("json_schema", "json_object", "none"):
             raise ConfigError(f"ChatExtractor: unknown response_format {response_format!r}")
         self._http = OpenAICompatibleHTTP(
-            base_url.rstrip("/") + "/chat/completions",
-            api_key=api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-            wait_first=_WAIT_FIRST,
-            wait_max=_WAIT_MAX,
-            error=ExtractorError,
-            extra="ChatExtractor",
-        )
+            base_url, "/chat/completions", api_key=api_key, timeout=timeout,
+            max_retries=max_retries, backoff=_BACKOFF, error=ExtractorError, extra="ChatExtractor",
+        )  # fmt: skip
         self._model = model
         self._temperature = temperature
         self._format = response_format
