@@ -17,7 +17,6 @@ from memory_kernel.context.engine import ContextEngine
 from memory_kernel.embeddings import HashingEmbedder
 from memory_kernel.heart import Heart
 from memory_kernel.heart.episodes.sweeper import EpisodeSweeper
-from memory_kernel.heart.extraction import default_extractor
 from memory_kernel.heart.extraction.worker import ExtractionWorker
 from memory_kernel.inspection import AgentInspection, inspect_agent
 from memory_kernel.judges.base import Judge
@@ -285,7 +284,6 @@ async def _open(
         "memory-kernel open",
         extra={"schema": config.storage.schema_name, "embedded": database.server is not None},
     )
-    extractor = extractor if extractor is not None else default_extractor()
     kernel = cls(
         database=database, embedder=embedder, config=config, clock=clock, judge=judge,
         extractor=extractor,

@@ -12,7 +12,6 @@ from typing import Any
 from sqlalchemy import select
 
 from memory_kernel import MemoryKernel, MemoryKernelConfig, NotFoundError
-from memory_kernel.heart.extraction import default_extractor
 from memory_kernel.models.consolidation import ConsolidationAction
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import Fact
@@ -94,8 +93,6 @@ async def test_without_an_extractor_or_disabled_nothing_is_queued(
             pg_dsn, config=config, clock=clock, embedder=embedder, extractor=extractor
         ) as kernel:
             await _turn(kernel, "My city is Paris.")
-            if extractor is None and default_extractor() is not None:
-                continue  # without extractor=, the default one extracts
             assert await queue_rows(kernel) == []
             report = await kernel.extract_pending()
             assert report.turns == 0
