@@ -9,7 +9,7 @@ from typing import Any
 
 from memory_kernel.context.budget import assemble
 from memory_kernel.context.nodes import format_hit
-from memory_kernel.context.provenance import said_at, source_turn
+from memory_kernel.context.provenance import few_extracted, said_at, source_turn
 from memory_kernel.context.recall import relevant_fill
 from memory_kernel.context.stale import demote_replaced
 from memory_kernel.context.tokens import EstimatingTokenCounter
@@ -148,3 +148,25 @@ def test_an_extracted_fact_is_offered_only_when_about_the_query() -> None:
     )
     kept = relevant_fill([relevant, chatter, host], keep=5, ratio=0.1)
     assert kept == [relevant, host]  # the host's top facts are always offered
+
+
+def test_a_fact_ranked_after_a_line_telling_it_is_left_out() -> None:
+    # 8 of the fact's 10 words are in the episode: under the near-verbatim bar between two
+    # memories (0.8), over the bar of a line telling it (0.7) — the rule either way round.
+    episode = _hit(
+        MemorySource.EPISODE,
+        "I'm 29 weeks. My glucose test is scheduled for June 3, the drink is awful.",
+        0.9,
+    )
+    fact = _extracted("The user's glucose test is scheduled for June 3.", 0.5, uuid.uuid4())
+    out = assemble(_sections(fact, episode), budget=1000, counter=COUNTER)
+    assert [h.text for h in out.hits] == [episode.text] and out.duplicates == 1
+    first = _extracted("The user's glucose test is scheduled for June 3.", 0.95, uuid.uuid4())
+    assert _shown(_sections(first, episode)) == [episode.text]
+
+
+def test_a_node_offers_only_its_few_best_extracted_facts() -> None:
+    extracted = [_extracted(f"Fact number {n}.", 0.9 - n / 100, uuid.uuid4()) for n in range(6)]
+    host = [_hit(MemorySource.FACT, f"Host fact {n}.", 0.5) for n in range(3)]
+    kept = few_extracted([*extracted[:3], *host, *extracted[3:]], 2)
+    assert kept == [*extracted[:2], *host]

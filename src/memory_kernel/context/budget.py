@@ -210,24 +210,26 @@ def _stream(
         said = words(item.text if item.hit is None else item.hit.text)
         kind, outcome = _kind(item), _outcome(item)
         origin = None if item.hit is None else source_turn(item.hit)
-        if origin is not None and origin in whole:
-            packer.duplicates += 1  # its source turn is shown, whole
+        if origin is not None and (
+            origin in whole or any(_tells(k.item, said, source) for k in seen)
+        ):
+            packer.duplicates += 1  # its source turn is shown whole, or a line telling it
             continue
         own = _own_facts(item, seen)  # kept facts taken from this very turn
-        repeated = [
-            k
-            for k in seen
-            if k not in own
-            and k.outcome == outcome
-            and word_overlap(said, k.said) > _bar(kind, k.kind, duplicate, source, origin, k.source)
-        ]
         # An extracted fact yields to what tells it with its date and context: its source
         # turn shown whole, or a turn or episode whose line shows the fact's words. The
         # facts of a turn shown as an excerpt stay beside it (the excerpt may lack them).
-        if any(k.source is None or not _tells(item, k.said, source) for k in repeated):
+        told = [k for k in seen if k.source is not None and _tells(item, k.said, source)]
+        if any(
+            k not in own
+            and k not in told
+            and k.outcome == outcome
+            and word_overlap(said, k.said) > _bar(kind, k.kind, duplicate, source, origin, k.source)
+            for k in seen
+        ):
             packer.duplicates += 1  # a fact that repeats an episode, a reply its decision…
             continue
-        yields = repeated + (own if _shows_whole(item) else [])
+        yields = [*told, *(k for k in own if k not in told and _shows_whole(item))]
         if yields and _fits_instead(packer, section, item, yields):
             for k in yields:
                 packer.give_back(k.node, k.item)

@@ -18,7 +18,7 @@ from typing import Any
 
 from memory_kernel.context.dated import flatten, stamp, within_reach
 from memory_kernel.context.excerpt import excerpt
-from memory_kernel.context.provenance import said_at
+from memory_kernel.context.provenance import few_extracted, said_at
 from memory_kernel.context.recaller import Recaller
 from memory_kernel.context.retrieval import query_words
 from memory_kernel.context.when import resolve_relative
@@ -144,7 +144,8 @@ class RecallNode:
             keep=0 if self.source is MemorySource.TURN else self._limit,
             exclude_session=session_id,
         )
-        items = tuple(ContextItem(text=self._line(h, query), hit=h) for h in result.hits)
+        hits = few_extracted(result.hits, self._limit)
+        items = tuple(ContextItem(text=self._line(h, query), hit=h) for h in hits)
         content = NodeContent(node=self.name, title=self.title, tier=Tier.STREAMED, items=items)
         return content, result.deduplicated
 

@@ -15,6 +15,11 @@ was said). Two context rules follow from it:
   date it was said (``[8 May 2023] The user lives in Leeds.``): a value the user later
   changed then reads as what was true then, never as current.
 
+- **A fact is a pointer into what was said, not a filler.** A recall node offers at most
+  its own few extracted facts (the best); beyond them the budget is filled by the turns
+  the facts were taken from, by relevance — otherwise many one-clause facts, each ranking
+  high for being short, crowd out the dated turns that hold them and their context.
+
 Facts without this provenance (learned by the host, or by the kernel from episodes) keep
 the rules they had: undated, and a turn sharing most of their words is their source.
 """
@@ -22,11 +27,12 @@ the rules they had: undated, and a turn sharing most of their words is their sou
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 
 from memory_kernel.models.context import MemoryHit, MemorySource
 
-__all__ = ["said_at", "source_turn"]
+__all__ = ["few_extracted", "said_at", "source_turn"]
 
 
 def source_turn(hit: MemoryHit) -> uuid.UUID | None:
@@ -54,3 +60,16 @@ def said_at(hit: MemoryHit) -> datetime | None:
         return datetime.fromisoformat(raw)
     except ValueError:
         return None
+
+
+def few_extracted(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
+    """``hits`` (best first) with at most ``limit`` extracted facts, the best ones; every
+    other memory as it was."""
+    out, extracted = [], 0
+    for hit in hits:
+        if source_turn(hit) is not None:
+            extracted += 1
+            if extracted > limit:
+                continue
+        out.append(hit)
+    return out
