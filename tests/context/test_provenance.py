@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory_kernel.context.budget import assemble
+from memory_kernel.context.current import resolve_current
 from memory_kernel.context.nodes import format_hit
 from memory_kernel.context.provenance import few_extracted, said_at, source_turn
 from memory_kernel.context.recall import relevant_fill
@@ -136,6 +137,25 @@ def test_a_turn_is_not_stale_against_a_fact_said_in_it_or_after_it() -> None:
     # A host's fact is dated by when it was learned, as before.
     host = fact.model_copy(update={"metadata": {}})
     assert {h.id: h for h in demote_replaced([other, host])}[other.id].replaced_by == host.id
+
+
+def test_a_read_time_pair_of_extracted_facts_does_not_reach_the_turns() -> None:
+    turn = _hit(MemorySource.TURN, "Melanie has done an abstract painting too.", 0.9)
+    turn = turn.model_copy(update={"created_at": SAID - timedelta(days=30)})
+    old = _extracted("Melanie has done an abstract painting too.", 0.8, turn.id)
+    old = old.model_copy(update={"created_at": SAID - timedelta(days=29)})
+    new = _extracted("Melanie wanted the painting to have a serene vibe.", 0.7, uuid.uuid4())
+    out = {h.id: h for h in resolve_current([turn, old, new], updates=lambda _o, _n: True)}
+    assert out[old.id].replaced_by == new.id  # the older fact is linked, shown dated
+    assert out[new.id].supersedes == ()  # but the guess is not written onto the turns
+    assert demote_replaced(list(out.values()))[0].replaced_by is None
+    # Host facts paired at read time still reach the turns that state the older value.
+    host_old = old.model_copy(update={"metadata": {}})
+    host_new = new.model_copy(update={"metadata": {}})
+    out = {
+        h.id: h for h in resolve_current([turn, host_old, host_new], updates=lambda _o, _n: True)
+    }
+    assert out[host_new.id].supersedes == (host_old.text,)
 
 
 def test_an_extracted_fact_is_offered_only_when_about_the_query() -> None:
