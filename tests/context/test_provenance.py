@@ -7,7 +7,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memory_kernel.context.budget import assemble
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_kernel.context.budget import assemble, render
 from memory_kernel.context.current import resolve_current
 from memory_kernel.context.nodes import format_hit
 from memory_kernel.context.provenance import few_extracted, said_at, source_turn
@@ -190,3 +193,35 @@ def test_a_node_offers_only_its_few_best_extracted_facts() -> None:
     host = [_hit(MemorySource.FACT, f"Host fact {n}.", 0.5) for n in range(3)]
     kept = few_extracted([*extracted[:3], *host, *extracted[3:]], 2)
     assert kept == [*extracted[:2], *host]
+
+
+_said = st.sampled_from(
+    [
+        "We meet Tuesday evenings at the library.",
+        "The user is about 200 pages behind.",
+        "I picked the book, which is embarrassing.",
+        "Book club moved to Thursdays.",
+        "My pottery class is on Thursday too.",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    turns=st.lists(st.tuples(st.lists(_said, min_size=1, max_size=4), st.floats(0, 1)), max_size=6),
+    facts=st.lists(st.tuples(_said, st.floats(0, 1), st.integers(0, 7)), max_size=8),
+    budget=st.integers(min_value=0, max_value=400),
+)
+def test_the_budget_holds_whatever_yields(
+    turns: list[tuple[list[str], float]], facts: list[tuple[str, float, int]], budget: int
+) -> None:
+    turn_hits = [_hit(MemorySource.TURN, " ".join(t), s) for t, s in turns]
+    ids = [h.id for h in turn_hits] or [uuid.uuid4()]
+    fact_hits = [_extracted(t, s, ids[n % len(ids)]) for t, s, n in facts]
+    sections = _sections(*fact_hits, *turn_hits)
+    out = assemble(sections, budget=budget, counter=COUNTER)
+    assert COUNTER.count(out.text) <= budget
+    assert out.text == render(out.sections)
+    shown = {h.id for h in out.hits}
+    # A fact is never shown beside its own source turn shown whole.
+    assert not any(source_turn(h) in shown for h in out.hits)
