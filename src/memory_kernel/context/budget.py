@@ -27,10 +27,12 @@ final text, separators included), so the parts always sum to the whole.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memory_kernel.context.provenance import source_turn
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 from memory_kernel.protocols import TokenCounter
 from memory_kernel.similarity import word_overlap, words
@@ -117,6 +119,7 @@ class _Packer:
         self.counter = counter
         self.kept: dict[str, list[ContextItem]] = {}
         self.cost: dict[str, int] = {}
+        self.item_cost: dict[int, int] = {}  # id(item) -> what its line cost (refunds)
         self.dropped = 0
         self.order: list[tuple[str, ContextItem]] = []  # opportunistic items, in claim order
         self.duplicates = 0
@@ -134,9 +137,19 @@ class _Packer:
         self.left -= cost
         self.kept.setdefault(section.node, []).append(item)
         self.cost[section.node] = self.cost.get(section.node, 0) + cost
+        self.item_cost[id(item)] = cost
         if droppable:
             self.order.append((section.node, item))
         return True
+
+    def give_back(self, node: str, item: ContextItem) -> None:
+        """Remove a kept opportunistic item and refund its line (its section's header, if
+        it opened one, stays paid: an over-estimate the final count corrects)."""
+        self.kept[node].remove(item)
+        self.order.remove((node, item))
+        cost = self.item_cost.pop(id(item))
+        self.left += cost
+        self.cost[node] -= cost
 
 
 def assemble(
@@ -164,24 +177,97 @@ def assemble(
         for item in section.items:
             if not packer.take(section, item, droppable=False):
                 packer.dropped += 1
-    seen: list[tuple[set[str], str, str | None]] = []  # (words, kind, outcome) kept
-    for section, item in _by_score(by_tier[Tier.STREAMED]):
-        # What the memory says, not how its line is decorated (date, role, status).
-        said = words(item.text if item.hit is None else item.hit.text)
-        kind, outcome = _kind(item), _outcome(item)
-        if any(
-            o == outcome
-            and word_overlap(said, kept) > _bar(kind, kept_kind, duplicate_overlap, source_overlap)
-            for kept, kept_kind, o in seen
-        ):
-            packer.duplicates += 1  # a fact that repeats an episode, a reply its decision…
-        elif packer.take(section, item, droppable=True):
-            seen.append((said, kind, outcome))
-        else:
-            packer.dropped += 1
+    _stream(packer, by_tier[Tier.STREAMED], duplicate_overlap, source_overlap)
     for section in by_tier[Tier.SYSTEM]:
         _fill(packer, section)
     return _finish(packer, sections, budget, counter)
+
+
+@dataclass(slots=True)
+class _Kept:
+    """A kept streamed item as the repeat rules read it."""
+
+    node: str
+    item: ContextItem
+    said: set[str]
+    kind: str
+    outcome: str | None
+    source: uuid.UUID | None  # an extracted fact's source turn
+
+
+def _stream(
+    packer: _Packer, sections: Sequence[NodeContent], duplicate: float, source: float
+) -> None:
+    """Streamed items, best first: each is left out when it repeats a kept one, else taken
+    while it fits. An extracted fact (``context.provenance``) is one clause of something
+    said: a dated line that tells it — its own source turn shown whole, or any turn or
+    episode showing its words — is kept instead of it whichever comes first (the fact is
+    given back when the line fits in its place), so a fact never evicts its source."""
+    seen: list[_Kept] = []
+    whole: set[uuid.UUID] = set()  # turns kept and shown whole
+    for section, item in _by_score(sections):
+        # What the memory says, not how its line is decorated (date, role, status).
+        said = words(item.text if item.hit is None else item.hit.text)
+        kind, outcome = _kind(item), _outcome(item)
+        origin = None if item.hit is None else source_turn(item.hit)
+        if origin is not None and (
+            origin in whole or any(_tells(k.item, said, source) for k in seen)
+        ):
+            packer.duplicates += 1  # its source turn is shown whole, or a line telling it
+            continue
+        own = _own_facts(item, seen)  # kept facts taken from this very turn
+        # An extracted fact yields to what tells it with its date and context: its source
+        # turn shown whole, or a turn or episode whose line shows the fact's words. The
+        # facts of a turn shown as an excerpt stay beside it (the excerpt may lack them).
+        told = [k for k in seen if k.source is not None and _tells(item, k.said, source)]
+        if any(
+            k not in own
+            and k not in told
+            and k.outcome == outcome
+            and word_overlap(said, k.said) > _bar(kind, k.kind, duplicate, source, origin, k.source)
+            for k in seen
+        ):
+            packer.duplicates += 1  # a fact that repeats an episode, a reply its decision…
+            continue
+        yields = [*told, *(k for k in own if k not in told and _shows_whole(item))]
+        if yields and _fits_instead(packer, section, item, yields):
+            for k in yields:
+                packer.give_back(k.node, k.item)
+                seen.remove(k)
+                packer.duplicates += 1
+        if packer.take(section, item, droppable=True):
+            seen.append(_Kept(section.node, item, said, kind, outcome, origin))
+            if kind == "turn" and item.hit is not None and _shows_whole(item):
+                whole.add(item.hit.id)
+        else:
+            packer.dropped += 1
+
+
+def _own_facts(item: ContextItem, seen: Sequence[_Kept]) -> list[_Kept]:
+    """The kept extracted facts whose source is ``item`` (a turn)."""
+    if _kind(item) != "turn" or item.hit is None:
+        return []
+    return [k for k in seen if k.source == item.hit.id]
+
+
+def _tells(item: ContextItem, fact: set[str], bar: float) -> bool:
+    """Whether ``item`` is dated (a turn, an episode) and its line shows over ``bar`` of the
+    ``fact``'s words."""
+    return _dated(item) and word_overlap(fact, words(item.text)) > bar
+
+
+def _shows_whole(item: ContextItem) -> bool:
+    """Whether a turn's line holds every word of the turn (not an excerpt of it)."""
+    return item.hit is not None and words(item.hit.text) <= words(item.text)
+
+
+def _fits_instead(
+    packer: _Packer, section: NodeContent, item: ContextItem, kept: Sequence[_Kept]
+) -> bool:
+    """Whether ``item`` fits once the ``kept`` items are given back."""
+    refund = sum(packer.item_cost[id(k.item)] for k in kept)
+    cost = packer.counter.count(_line(item) + "\n") + packer.header_cost(section)
+    return cost <= packer.left + refund
 
 
 def _outcome(item: ContextItem) -> str | None:
@@ -195,11 +281,21 @@ def _kind(item: ContextItem) -> str:
     return "turn" if item.hit is not None and item.hit.source is MemorySource.TURN else "memory"
 
 
-def _bar(kind: str, kept: str, duplicate: float, source: float) -> float:
+def _bar(
+    kind: str,
+    kept: str,
+    duplicate: float,
+    source: float,
+    origin: uuid.UUID | None = None,
+    kept_origin: uuid.UUID | None = None,
+) -> float:
     """The overlap above which an item repeats a kept one: ``source`` between a turn and
     what is made from turns (a fact, a decision, an episode's summary), ``duplicate``
-    between two of a kind."""
-    return source if (kind == "turn") != (kept == "turn") else duplicate
+    between two of a kind, and between a turn and an extracted fact whose source turn is
+    known (``origin``): any other turn is not where it came from."""
+    if (kind == "turn") == (kept == "turn") or origin is not None or kept_origin is not None:
+        return duplicate
+    return source
 
 
 def _by_score(sections: Sequence[NodeContent]) -> list[tuple[NodeContent, ContextItem]]:

@@ -13,7 +13,9 @@ query, ``FactService.slot_judge``, the rule ``facts.search`` uses too) wins —
   note ``(later replaced: …)``;
 - the newer one carries the older one's text in ``supersedes``, as if the supersession had
   been written: a turn or episode that states the older value is demoted under it and
-  noted too (``context.stale``).
+  noted too (``context.stale``) — unless the newer one was extracted from a conversation
+  (``context.provenance``): then the pair is a guess about two guesses (two clauses the
+  extractor gave no common key), and what was said stays as said, dated, un-noted.
 
 Nothing is written; the next fact learned may settle the slot either way.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 
+from memory_kernel.context.provenance import said_at
 from memory_kernel.heart.facts.recency import newest_first
 from memory_kernel.models.context import MemoryHit, MemorySource
 
@@ -68,7 +71,7 @@ def resolve_current(
         if winner is not None and winner != hit.id:
             score = min(hit.score, by_id[winner].score - _DEMOTION)
             hit = hit.model_copy(update={"score": score, "replaced_by": winner})
-        elif hit.id in older:
+        elif hit.id in older and said_at(hit) is None:
             kept = tuple(dict.fromkeys((*hit.supersedes, *older[hit.id])))
             hit = hit.model_copy(update={"supersedes": kept})
         out.append(hit)

@@ -18,6 +18,7 @@ from typing import Any
 
 from memory_kernel.context.dated import flatten, stamp, within_reach
 from memory_kernel.context.excerpt import excerpt
+from memory_kernel.context.provenance import few_extracted, said_at
 from memory_kernel.context.recaller import Recaller
 from memory_kernel.context.retrieval import query_words
 from memory_kernel.context.when import resolve_relative
@@ -42,7 +43,9 @@ def format_hit(hit: MemoryHit) -> str:
     one, ``[20 May 2023] …``; a long one restates its date so that none of its values is
     far from it (``context.dated``). Relative time in a turn or an episode ("yesterday")
     is followed by the date it meant (``when.py``). A fact is true until replaced: undated,
-    unless a newer recalled fact gives its slot a new value (``context.current``)."""
+    unless a newer recalled fact gives its slot a new value (``context.current``) — or it
+    was extracted from a conversation: then it is what was said on a day, and opens with
+    that day (``context.provenance``)."""
     if hit.source is MemorySource.DECISION:
         status = hit.outcome or "pending"
         return f"[{status}] {hit.text[:_DESCRIPTION_CHARS]} (confidence: {hit.confidence:.2f})"
@@ -53,6 +56,9 @@ def format_hit(hit: MemoryHit) -> str:
         return f"{stamp(hit.created_at)} {within_reach(said, hit.created_at)}"
     if hit.replaced_by is not None:  # a value a newer fact replaced (context.current)
         return f"{stamp(hit.created_at)} {within_reach(flatten(hit.text), hit.created_at)}"
+    when = said_at(hit)
+    if when is not None:
+        return f"{stamp(when)} {within_reach(flatten(hit.text), when)}"
     return hit.text
 
 
@@ -138,7 +144,8 @@ class RecallNode:
             keep=0 if self.source is MemorySource.TURN else self._limit,
             exclude_session=session_id,
         )
-        items = tuple(ContextItem(text=self._line(h, query), hit=h) for h in result.hits)
+        hits = few_extracted(result.hits, self._limit)
+        items = tuple(ContextItem(text=self._line(h, query), hit=h) for h in hits)
         content = NodeContent(node=self.name, title=self.title, tier=Tier.STREAMED, items=items)
         return content, result.deduplicated
 

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from memory_kernel.context.provenance import source_turn
 from memory_kernel.models.context import MemoryHit, MemorySource
 from memory_kernel.similarity import text_overlap
 from memory_kernel.vectors import Vector
@@ -161,10 +162,16 @@ def rank_candidates(
 def relevant_fill(hits: Sequence[MemoryHit], *, keep: int, ratio: float) -> list[MemoryHit]:
     """The first ``keep`` hits, then only those at least ``ratio`` as similar to the query
     as the best one: beyond the few memories a node always offers, it fills the budget with
-    what is about the query, not with whatever happens to be stored."""
+    what is about the query, not with whatever happens to be stored. A fact extracted from
+    a conversation is raw material like a turn: offered only when about the query, even
+    among the first ``keep`` (``context.provenance``)."""
     best = max((h.similarity for h in hits), default=0.0)
     floor = ratio * best
-    return [h for n, h in enumerate(hits) if n < keep or h.similarity >= floor]
+    return [
+        h
+        for n, h in enumerate(hits)
+        if (n < keep and source_turn(h) is None) or h.similarity >= floor
+    ]
 
 
 def diversity_sample(

@@ -4,14 +4,18 @@ A fact that replaced an older version (``Spec 006 status: PLANNED`` → ``… Sh
 the older versions' texts (``MemoryHit.supersedes``, loaded by recall). A recalled turn or
 episode **states a replaced value** of that fact when
 
-- it is older than the current fact (it was said before the change was learned),
+- it is older than the current fact (it was said before the change was learned; for a fact
+  extracted from a conversation, before the change was *said*, and it is not the turn the
+  fact was taken from: ``context.provenance``),
 - it holds every word the older version has and the current one lacks (the old value:
   ``planned``), and
 - it holds at least half of the words both versions share (the subject: ``spec 006
   status``), so "planned" in an unrelated turn does not count.
 
 Such a hit is **demoted** below the current fact (its score becomes just under the fact's,
-so the budget takes the fact first and recall lists it first), **linked** to it
+so the budget takes the fact first and recall lists it first; not under a fact extracted
+from a conversation, which replaced one clause of the turn: the note marks that clause and
+the turn keeps its rank for the rest it holds), **linked** to it
 (``MemoryHit.replaced_by``) and, in the context, shown with its date and the note
 ``(later replaced: <current fact>)``. Nothing is hidden: what was said stays findable, but it
 never reads as current. A turn or episode newer than the fact is left alone — it may be the
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memory_kernel.context.provenance import said_at, source_turn
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent
 from memory_kernel.similarity import words
 
@@ -41,7 +46,9 @@ def states_replaced(said: str, current: str, older: str) -> bool:
 
 def _replacer(hit: MemoryHit, facts: Sequence[MemoryHit]) -> MemoryHit | None:
     for fact in facts:
-        if hit.created_at >= fact.created_at:
+        # An extracted fact became true when it was said, not when it was learned: the
+        # turn it was taken from (and anything said after it) states it, not a replaced value.
+        if hit.created_at >= (said_at(fact) or fact.created_at) or hit.id == source_turn(fact):
             continue
         if any(states_replaced(hit.text, fact.text, old) for old in fact.supersedes):
             return fact
@@ -58,7 +65,9 @@ def demote_replaced(hits: Sequence[MemoryHit]) -> list[MemoryHit]:
     for hit in hits:
         fact = _replacer(hit, facts) if hit.source in _HAPPENED else None
         if fact is not None:
-            score = min(hit.score, fact.score - _DEMOTION)
+            # An extracted fact replaced one clause of what was said: the note marks that
+            # clause, and the turn keeps its rank for whatever else it holds.
+            score = hit.score if said_at(fact) else min(hit.score, fact.score - _DEMOTION)
             hit = hit.model_copy(update={"score": score, "replaced_by": fact.id})
         out.append(hit)
     out.sort(key=lambda h: (-h.score, str(h.id)))

@@ -1,0 +1,75 @@
+"""Where an extracted fact came from, as the context reads it (pure).
+
+A fact extracted from a conversation (``heart.extraction``) names its source in its
+metadata: ``turn_id`` (the stored turn it was taken from) and ``said_at`` (when that turn
+was said). Two context rules follow from it:
+
+- **A fact and its own source turn are one memory.** The turn holds the fact's clause plus
+  its date and the sentences around it; the fact holds one clause, undated. So when both
+  are offered, the turn is the one to show and the fact is redundant — not the other way
+  round, which is what a word-overlap rule alone does (a one-clause fact "covers" most of
+  its own words, so it would evict the multi-sentence turn). Between such a fact and *any
+  other* turn the provenance is known: that turn is not its source, and only a
+  near-verbatim repeat is a duplicate.
+- **A fact is what was said on a day.** Shown without its source turn, it opens with the
+  date it was said (``[8 May 2023] The user lives in Leeds.``): a value the user later
+  changed then reads as what was true then, never as current.
+
+- **A fact is a pointer into what was said, not a filler.** A recall node offers at most
+  its own few extracted facts (the best); beyond them the budget is filled by the turns
+  the facts were taken from, by relevance — otherwise many one-clause facts, each ranking
+  high for being short, crowd out the dated turns that hold them and their context.
+
+Facts without this provenance (learned by the host, or by the kernel from episodes) keep
+the rules they had: undated, and a turn sharing most of their words is their source.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from memory_kernel.models.context import MemoryHit, MemorySource
+
+__all__ = ["few_extracted", "said_at", "source_turn"]
+
+
+def source_turn(hit: MemoryHit) -> uuid.UUID | None:
+    """The turn a recalled fact was extracted from (``None``: not an extracted fact, or its
+    metadata names no readable turn)."""
+    if hit.source is not MemorySource.FACT:
+        return None
+    raw = hit.metadata.get("turn_id")
+    if not isinstance(raw, str):
+        return None
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        return None
+
+
+def said_at(hit: MemoryHit) -> datetime | None:
+    """When the turn a recalled fact was extracted from was said (``None``: unknown)."""
+    if source_turn(hit) is None:
+        return None
+    raw = hit.metadata.get("said_at")
+    if not isinstance(raw, str):
+        return None
+    try:
+        return datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+
+
+def few_extracted(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
+    """``hits`` (best first) with at most ``limit`` extracted facts, the best ones; every
+    other memory as it was."""
+    out, extracted = [], 0
+    for hit in hits:
+        if source_turn(hit) is not None:
+            extracted += 1
+            if extracted > limit:
+                continue
+        out.append(hit)
+    return out
