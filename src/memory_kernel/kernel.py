@@ -147,6 +147,11 @@ class MemoryKernel:
         or must see the facts at once. Failed turns stay queued for a retry."""
         return await self.heart.extraction.drain(agent_id, limit=limit)
 
+    async def retry_parked_extractions(self, agent_id: str) -> int:
+        """Queue the agent's parked turns (those that failed every allowed extraction
+        attempt, ``inspect(agent).extraction.parked``) again; returns how many."""
+        return await self.heart.extraction.retry_parked(agent_id)
+
     async def search_memory(
         self,
         agent_id: str,

@@ -189,6 +189,12 @@ async def test_a_poison_turn_is_isolated_and_parked_the_rest_is_learned(
         assert contents == ["The user's city is Paris.", "The user's job is pilot."]
         state = (await kernel.inspect(AGENT)).extraction
         assert (state.queued, state.parked) == (0, 1) and "POISON" in (state.last_error or "")
+        # The extractor fixed, the host queues the parked turn again: it is learned once.
+        extractor.fail_on = None
+        assert await kernel.retry_parked_extractions(AGENT) == 1
+        assert await kernel.retry_parked_extractions(AGENT) == 0  # nothing parked now
+        assert (await kernel.extract_pending()).turns == 1
+        assert len(await _facts(kernel)) == 3 and await queue_rows(kernel) == []
 
 
 async def test_turns_are_learned_in_the_order_they_were_said(

@@ -96,6 +96,13 @@ class ExtractionService:
         async with self._rt.db.connection() as conn:
             return await store.counts(conn, agent_id)
 
+    async def retry_parked(self, agent_id: str) -> int:
+        """Queue the agent's parked turns again (after fixing what broke the extractor): due
+        now, their attempts counted afresh. Returns how many."""
+        check_agent_id(agent_id)
+        async with self._rt.db.transaction() as conn:
+            return await store.unpark(conn, agent_id, self._rt.clock.now())
+
     async def drain(self, agent_id: str | None = None, *, limit: int = 1000) -> ExtractionReport:
         """Extract up to ``limit`` due turns: of ``agent_id``, or of every agent with due
         turns (longest waiting first). Without an extractor nothing happens."""

@@ -36,6 +36,7 @@ __all__ = [
     "lock_agent",
     "mark_claimed",
     "settle",
+    "unpark",
 ]
 
 LOCK_SCOPE = "mk-extract"
@@ -229,3 +230,13 @@ async def counts(conn: AsyncConnection, agent_id: str) -> ExtractionQueueState:
         parked=int(row.parked),
         last_error=last,
     )
+
+
+async def unpark(conn: AsyncConnection, agent_id: str, now: datetime) -> int:
+    """The agent's parked turns queued again, due ``now`` with no attempt counted; how many."""
+    stmt = (
+        extraction_queue.update()
+        .where(_q.agent_id == agent_id, _q.parked_at.is_not(None))
+        .values(parked_at=None, attempts=0, due_at=now, last_error=None)
+    )
+    return (await conn.execute(stmt)).rowcount
