@@ -27,7 +27,7 @@ import time
 import uuid
 from pathlib import Path
 
-from hooks import DIM, seed
+from hooks import AGENT, DIM, deliberating_turn, seed
 from machine import cpu_ns_per_step
 from rich.console import Console
 from rich.table import Table
@@ -37,7 +37,6 @@ from memory_kernel import MemoryKernel, MemoryKernelConfig
 from memory_kernel.models.turns import TurnInput, TurnOutcome
 from memory_kernel.testing import FakeEmbedder, FakeExtractor, FrozenClock
 
-AGENT = "bench-agent"  # hooks.seed's agent
 SLOTS = [f"{a} {b}" for a in ("home", "work", "travel", "team", "project")
          for b in ("city", "budget", "deadline", "contact", "vendor", "plan", "code", "tool",
                    "room", "bank")]  # fmt: skip
@@ -45,18 +44,7 @@ console = Console()
 
 
 def _turn(i: int) -> tuple[TurnInput, TurnOutcome]:
-    slot = SLOTS[i % len(SLOTS)]
-    turn = TurnInput(
-        agent_id=AGENT,
-        session_id=f"s-{i % 500}",
-        message=f"Which queue should service {i} use? My {slot} is value {i}.",
-        frame="decision",
-    )
-    outcome = TurnOutcome(
-        response_text=f"Use the managed queue for service {i} rather than self-hosting"
-        f" RabbitMQ, because shard {i % 13} needs no extra operations work."
-    )
-    return turn, outcome
+    return deliberating_turn(i, f" My {SLOTS[i % len(SLOTS)]} is value {i}.")
 
 
 class Side:

@@ -155,6 +155,22 @@ async def raw_driver(kernel: MemoryKernel) -> Any:
     return driver
 
 
+def deliberating_turn(i: int, said: str = "") -> tuple[TurnInput, TurnOutcome]:
+    """The measured turn ``i``: a question in a deliberating frame and a decided answer
+    (``said``: more of the user's message after the question)."""
+    turn = TurnInput(
+        agent_id=AGENT,
+        session_id=f"s-{i % 500}",
+        message=f"Which queue should service {i} use?{said}",
+        frame="decision",
+    )
+    outcome = TurnOutcome(
+        response_text=f"Use the managed queue for service {i} rather than self-hosting"
+        f" RabbitMQ, because shard {i % 13} needs no extra operations work."
+    )
+    return turn, outcome
+
+
 async def measure(
     kernel: MemoryKernel, clock: FrozenClock, turns: int, warmup: int
 ) -> dict[str, list[float]]:
@@ -166,16 +182,7 @@ async def measure(
     try:
         for i in range(warmup + turns):
             clock.advance(seconds=7)
-            turn = TurnInput(
-                agent_id=AGENT,
-                session_id=f"s-{i % 500}",
-                message=f"Which queue should service {i} use?",
-                frame="decision",
-            )
-            outcome = TurnOutcome(
-                response_text=f"Use the managed queue for service {i} rather than self-hosting"
-                f" RabbitMQ, because shard {i % 13} needs no extra operations work."
-            )
+            turn, outcome = deliberating_turn(i)
             pre.statements.clear()
             post.statements.clear()
             minted = Minted()

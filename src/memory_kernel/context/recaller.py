@@ -288,11 +288,11 @@ class Recaller:
             norm = float(np.linalg.norm(va)) * float(np.linalg.norm(vb))
             return float(np.dot(va, vb)) / norm if norm > 0.0 else 0.0
 
+        facts = [h for h in hits if h.source is MemorySource.FACT]
+        if len(facts) < 2:  # no slot can have two values: no judge to build (hot path)
+            return hits
         text, query_vector = query
-        judge = judges(text, {
-            h.text: cosine(vectors.get(h.id), query_vector)
-            for h in hits if h.source is MemorySource.FACT
-        })  # fmt: skip
+        judge = judges(text, {h.text: cosine(vectors.get(h.id), query_vector) for h in facts})
         return resolve_current(
             hits,
             updates=lambda o, n: judge(

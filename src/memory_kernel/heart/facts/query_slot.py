@@ -112,7 +112,9 @@ class Query:
     asked: frozenset[str]
 
 
-@lru_cache(maxsize=4096)
+# A turn's recall reads its query's view once per node; queries may be 1 MiB messages, so
+# only the last few are kept.
+@lru_cache(maxsize=64)
 def query_view(text: str) -> Query:
     lower = text.lower()
     asked: frozenset[str] = frozenset()
