@@ -228,6 +228,15 @@ def test_containment_is_on_whole_normalised_words() -> None:
     assert not ctx.contains("toast was")
 
 
+def test_an_answer_is_found_in_the_plural_too() -> None:
+    ctx = ContextText("Book club is now on Thursdays; two dogs and three boxes, one dog.")
+    assert ctx.contains("Thursday") and ctx.contains("box") and ctx.contains("thursdays")
+    assert [ctx.raw[a:b] for a, b in ctx.find("dog")] == ["dogs", "dog"]
+    assert not ctx.contains("Thursda") and not ctx.contains("book clubs")
+    assert not ContextText("the 1990s").contains("1990")  # a number takes no plural
+    assert ctx.stale_as_current("Thursday", ["Tuesday"]) is False
+
+
 def test_evidence_coverage_full_text_or_long_prefix() -> None:
     long_turn = "I finally booked the pottery course at Clayhouse Studio, six Thursdays in a row."
     ctx = ContextText(

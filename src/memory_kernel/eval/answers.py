@@ -4,7 +4,9 @@
   breaks, the articles *a*, *an*, *the* are dropped, whitespace is collapsed. ``"3:30 PM"``
   → ``"3 30 pm"``, ``"Kemi's"`` → ``"kemi s"``.
 - **Containment** is on whole words: the normalised phrase must occur in the normalised
-  context as a run of whole words, so ``"6"`` is not found in ``"16"``. An answer that
+  context as a run of whole words, so ``"6"`` is not found in ``"16"``; its last word may
+  carry a plural ``s``/``es`` (``"Thursday"`` is found in ``"on Thursdays"``, ``"dog"`` in
+  ``"two dogs"``), since a context may state the same answer in the plural. An answer that
   normalises to nothing is never found.
 - **Evidence coverage**: a turn is covered when its normalised text occurs in the context,
   or, for a longer turn, its first 60 normalised characters (extended to the end of the
@@ -52,6 +54,13 @@ _DATE = re.compile(
 )
 
 
+def _whole_words(needle: str) -> str:
+    """A pattern for a normalised ``needle`` as whole words of the padded normalised text,
+    its last word perhaps in the plural."""
+    plural = "(?:e?s)?" if needle[-1].isalpha() else ""
+    return f"(?<= ){re.escape(needle)}{plural}(?= )"
+
+
 def _words(text: str) -> list[tuple[str, int, int]]:
     """(normalised word, start, end in ``text``) of every kept word."""
     found = []
@@ -96,11 +105,9 @@ class ContextText:
         if not needle:
             return []
         spans, words = [], needle.count(" ") + 1
-        at = self._padded.find(f" {needle} ")
-        while at >= 0:
-            first = bisect_left(self._starts, at)  # ``at`` is the word's start in normalised
+        for match in re.finditer(_whole_words(needle), self._padded):
+            first = bisect_left(self._starts, match.start() - 1)  # padded: one space ahead
             spans.append((self._spans[first][0], self._spans[first + words - 1][1]))
-            at = self._padded.find(f" {needle} ", at + 1)
         return spans
 
     def find(self, phrase: str) -> list[tuple[int, int]]:
@@ -108,8 +115,7 @@ class ContextText:
         return self._find_normalised(normalise(phrase))
 
     def contains(self, phrase: str) -> bool:
-        needle = normalise(phrase)
-        return bool(needle) and f" {needle} " in self._padded
+        return bool(self.find(phrase))
 
     def dated_at(self, offset: int) -> bool:
         """Whether a date mention starts at or before ``offset`` and ends at most
