@@ -160,6 +160,20 @@ def test_the_summary_keeps_the_key_sentences_within_the_budget_in_order() -> Non
     assert "Hi!" not in summary and "Thanks!" not in summary  # too short to say anything
 
 
+def test_of_two_details_the_one_said_to_have_changed_is_kept() -> None:
+    def kept(offsite: str, dinner: str) -> str:
+        turns = _turns(
+            ("user", f"The offsite is {offsite}in Lisbon for 40 people. "
+                     f"The dinner is {dinner}in Porto for 25 people."),
+            ("assistant", "Lisbon and Porto both work well for the offsite and the dinner."),
+            ("user", "Thanks for the help with the offsite and dinner plans."),
+        )  # fmt: skip
+        return summarise_turns(turns, max_chars=50, fallback="x")
+
+    assert kept("now ", "") == "The offsite is now in Lisbon for 40 people."
+    assert kept("", "now ") == "The dinner is now in Porto for 25 people."
+
+
 def test_without_a_sentence_worth_keeping_the_fallback_is_the_summary() -> None:
     assert summarise_turns(_turns(("user", "Hi!"), ("assistant", "Hello!")), max_chars=100,
                            fallback="the first message") == "the first message"  # fmt: skip

@@ -13,7 +13,10 @@ session was about and what is true at its end:
    states (a number, a capitalised name inside the sentence that is not in half the turns).
    The user's sentences count double: what the user says about themselves and their task
    is what the memory is for; the assistant's replies are kept verbatim as turns anyway. A
-   question counts half: it asks, it states nothing.
+   question counts half: it asks, it states nothing. A sentence that announces a changed
+   value ("…came through: we're now at 6.5%", "the club moved to Thursdays") and states a
+   detail counts double: it is what is true at the session's end, and without it the
+   older value said in an earlier session would read as current.
 3. **Newest values win.** Sentences are taken newest first; an older sentence that a newer
    one already taken restates with one value changed — all its content words but one are in
    the newer sentence, and they are at least half of its words — is an older version and is
@@ -36,6 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory_kernel.heart.facts.relation import CHANGE_MARKERS
+
 __all__ = ["SummaryTurn", "summarise_turns"]
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+|^\s*[-*•]\s+", re.MULTILINE)
@@ -46,6 +51,7 @@ _MIN_WORDS = 3
 _USER_WEIGHT = 2.0
 _QUESTION_WEIGHT = 0.5
 _DETAIL_BONUS = 0.5
+_CHANGE_WEIGHT = 2.0
 _SAME_THING = 0.5
 _CHANGED_VALUES = 1
 # Function words carry no topic; the list is short on purpose (a summary needs no recall).
@@ -108,6 +114,7 @@ def _scores(sentences: Sequence[_Sentence], turns: int) -> list[float]:
         details = len(_NUMBER.findall(s.text)) + len(names)
         score = central / math.sqrt(len(s.words)) + _DETAIL_BONUS * min(details, 4)
         score *= _USER_WEIGHT if s.user else 1.0
+        score *= _CHANGE_WEIGHT if details and not CHANGE_MARKERS.isdisjoint(s.words) else 1.0
         scores.append(score * (_QUESTION_WEIGHT if s.text.endswith("?") else 1.0))
     return scores
 

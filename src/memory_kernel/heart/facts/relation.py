@@ -38,13 +38,13 @@ if TYPE_CHECKING:
     from memory_kernel.config import HeartConfig
 
 __all__ = [
-    "PairRelation", "PairVerdict", "RelationThresholds", "classify_pair", "default_scorers",
-    "may_be_duplicate", "reworded", "ruled_update", "scored_stage", "update_probability",
-    "veto",
+    "CHANGE_MARKERS", "PairRelation", "PairVerdict", "RelationThresholds", "classify_pair",
+    "default_scorers", "may_be_duplicate", "reworded", "ruled_update", "scored_stage",
+    "update_probability", "veto",
 ]  # fmt: skip
 
 # Words that announce that a statement replaces an earlier one.
-_CHANGE_MARKERS = frozenset(
+CHANGE_MARKERS = frozenset(
     {"now", "anymore", "longer", "switched", "changed", "again", "nowadays", "moved",
      "became", "become", "still", "previously", "formerly"}
 )  # fmt: skip
@@ -141,7 +141,7 @@ def _same_slot(a: TextFeatures, b: TextFeatures, t: RelationThresholds) -> bool:
 
 
 def _has_change_marker(a: TextFeatures, b: TextFeatures) -> bool:
-    return bool(_CHANGE_MARKERS.intersection(a.words) or _CHANGE_MARKERS.intersection(b.words))
+    return bool(CHANGE_MARKERS.intersection(a.words) or CHANGE_MARKERS.intersection(b.words))
 
 
 def _values_changed(old: TextFeatures, new: TextFeatures) -> str:
