@@ -37,7 +37,7 @@ from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, N
 from memory_kernel.protocols import TokenCounter
 from memory_kernel.similarity import word_overlap, words
 
-__all__ = ["DUPLICATE_OVERLAP", "SOURCE_OVERLAP", "Assembly", "assemble", "render"]
+__all__ = ["DUPLICATE_OVERLAP", "SOURCE_OVERLAP", "Assembly", "assemble", "render", "truncate"]
 
 #: Streamed items sharing more than this share of words are one memory told twice: only
 #: near-verbatim repeats pass 0.8 (a paraphrase shares far fewer words).
@@ -100,7 +100,7 @@ def render(sections: Sequence[NodeContent]) -> str:
     return "\n\n".join("\n".join(_lines(s)) for s in sections if s.items)
 
 
-def _truncate(text: str, max_tokens: int, counter: TokenCounter) -> str:
+def truncate(text: str, max_tokens: int, counter: TokenCounter) -> str:
     """The longest word-prefix of ``text`` that costs at most ``max_tokens`` (binary search)."""
     parts = text.split(" ")
     lo, hi = 0, len(parts)
@@ -322,7 +322,7 @@ def _fill(packer: _Packer, section: NodeContent) -> None:
         if packer.take(section, item, droppable=False):
             continue
         room = packer.left - packer.header_cost(section) - packer.counter.count("- \n")
-        cut = _truncate(item.text, room, packer.counter) if room > 0 else ""
+        cut = truncate(item.text, room, packer.counter) if room > 0 else ""
         # A truncated item still counts as kept; one that cannot fit even cut is dropped.
         if not (
             cut and packer.take(section, item.model_copy(update={"text": cut}), droppable=False)

@@ -4,8 +4,11 @@ ranked by cosine to the question, the best ones filling the token budget.
 Each turn is stored as ``"[2023-05-20] user: <content>"`` (its session's date) and embedded
 on its content alone, with the embedder the kernel uses. At question time the turns are
 taken in cosine order (ties: conversation order); a turn that no longer fits the budget is
-skipped and the next one tried. The sum of the lines' token counts stays within the budget,
-which bounds the joined text's count (the counter is subadditive).
+skipped and the next one tried. The sum of the lines' token counts stays within the
+budget, which bounds the joined text's count (the counter is subadditive); what the joined
+text really leaves of the budget is then filled with the first skipped turn, cut at a word
+boundary, so the baseline spends the budget as fully as the kernel's context does
+(compared at the same tokens, not at fewer).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from memory_kernel import Embedder, TokenCounter
+from memory_kernel.context.budget import truncate
 from memory_kernel.eval.dialogues import Dialogue
 from memory_kernel.vectors import FloatMatrix
 
@@ -60,6 +64,7 @@ class NaiveStore:
         query = (await self._embed([question]))[0]
         order = np.argsort(-(self._vectors @ query), kind="stable")
         chosen: list[str] = []
+        skipped: str | None = None
         used = 0
         for index in order:
             line = self.lines[int(index)]
@@ -67,4 +72,10 @@ class NaiveStore:
             if used + cost <= budget:
                 chosen.append(line)
                 used += cost
-        return "\n".join(chosen)
+            elif skipped is None:
+                skipped = line
+        text = "\n".join(chosen)
+        if skipped is None:
+            return text
+        # The lines' counts overstate the joined text's: fill what is really left.
+        return truncate(f"{text}\n{skipped}" if text else skipped, budget, self._counter)
