@@ -280,13 +280,13 @@ async def test_naive_store_fills_the_budget_nearest_first(authored: Path) -> Non
     counter = EstimatingTokenCounter()
     store = NaiveStore(HashingEmbedder(), counter)
     await store.add(dialogue)
-    assert store.lines[0] == "[2024-03-01] user: Our team standup is on Monday mornings."
+    assert store.lines[0] == "[1 March 2024] user: Our team standup is on Monday mornings."
     everything = await store.context("What is my dog called?", 10_000)
     assert len(everything.splitlines()) == 8  # every turn
     small = await store.context("What is my dog called?", 25)
     assert counter.count(small) <= 25
     first, *rest = small.splitlines()
-    assert first == "[2024-03-01] user: My dog is called Biscuit and he is a beagle."
+    assert first == "[1 March 2024] user: My dog is called Biscuit and he is a beagle."
     # What is left of the budget goes to the next turn, cut at a word boundary.
     assert len(rest) == 1 and rest[0] not in store.lines
     assert any(line.startswith(rest[0] + " ") for line in store.lines)

@@ -1,8 +1,9 @@
 """The naive baseline of the conversations suite: every raw turn kept in memory (numpy),
 ranked by cosine to the question, the best ones filling the token budget.
 
-Each turn is stored as ``"[2023-05-20] user: <content>"`` (its session's date) and embedded
-on its content alone, with the embedder the kernel uses. At question time the turns are
+Each turn is stored as ``"[20 May 2023] user: <content>"`` (its session's date, written as
+the kernel's context writes dates, so a gold answer "20 May 2023" is found in either alike)
+and embedded on its content alone, with the embedder the kernel uses. At question time the turns are
 taken in cosine order (ties: conversation order); a turn that no longer fits the budget is
 skipped and the next one tried. The sum of the lines' token counts stays within the
 budget, which bounds the joined text's count (the counter is subadditive); what the joined
@@ -17,6 +18,7 @@ import numpy as np
 
 from memory_kernel import Embedder, TokenCounter
 from memory_kernel.context.budget import truncate
+from memory_kernel.context.dated import stamp
 from memory_kernel.eval.dialogues import Dialogue
 from memory_kernel.vectors import FloatMatrix
 
@@ -51,9 +53,8 @@ class NaiveStore:
     async def add(self, dialogue: Dialogue) -> None:
         contents = []
         for session in dialogue.sessions:
-            day = session.date.date().isoformat()
             for turn in session.turns:
-                self.lines.append(f"[{day}] {turn.role}: {turn.content}")
+                self.lines.append(f"{stamp(session.date)} {turn.role}: {turn.content}")
                 contents.append(turn.content)
         self._vectors = np.vstack([self._vectors, await self._embed(contents)])
 
