@@ -148,9 +148,11 @@ def _notes(dataset: Dataset, embedder: str, replayed: Replayed, has_end_session:
         "baseline alike",
         "ours: the hooks only (pre_turn/post_turn per exchange, consolidate when the day "
         "changes, questions as pre_turn in a new session with signals.token_budget); naive: "
-        "every raw turn '[date] role: text', cosine top turns filling the same budget",
+        "every raw turn '[8 May 2023] role: text', cosine top turns filling the same budget "
+        "(the last one cut to fit)",
         "answer in context: the normalised gold answer (casefold, punctuation → space, "
-        "articles dropped) occurs as whole words in the normalised context; abstention "
+        "articles dropped) occurs as whole words in the normalised context, its last word "
+        "perhaps plural; abstention "
         "questions are not scored for it (their rows show tokens and empty contexts)",
         f"evidence coverage: an evidence turn is covered when its normalised text, or its "
         f"first {PREFIX_CHARS} normalised characters, occur in the context",
