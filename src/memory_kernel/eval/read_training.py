@@ -35,10 +35,13 @@ from memory_kernel.eval.kernel_api import (
 )
 from memory_kernel.vectors import Vector
 
-__all__ = ["CROSS_RECALLED", "read_rows", "read_scorer"]
+__all__ = ["CROSS_RECALLED", "READ_L2", "read_rows", "read_scorer"]
 
 #: Facts of other rows a topic recalls (nearest to it), paired with each fact of its row.
 CROSS_RECALLED = 4
+#: Ridge of the read scorer's fit: three times the default, as for the admission scorer
+#: (few positives: about sixty updates); cross-validated, weaker ridges fit the rows.
+READ_L2 = 3.0
 
 
 def _candidates(
@@ -97,5 +100,5 @@ def read_scorer(
     x = np.array([[f[n] for n in READ_FEATURES] for f in xs], dtype=np.float64)
     y = np.array(ys, dtype=np.float64)
     trained = {"files": list(sources), "pairs": len(y), "positives": int(y.sum())}
-    model = fit_scorer("read", READ_FEATURES, x, y, trained_on=trained)
+    model = fit_scorer("read", READ_FEATURES, x, y, trained_on=trained, l2=READ_L2)
     return replace(model, thresholds={"read": READ_AT})
