@@ -25,7 +25,12 @@ from memory_kernel.heart.facts.normalise import features
 from memory_kernel.heart.facts.pairs import PAIR_FEATURES, pair_features, topic_anchor
 from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.query_slot import READ_FEATURES, query_view
-from memory_kernel.heart.facts.read_resolution import QueryContext, query_tied, read_features
+from memory_kernel.heart.facts.read_resolution import (
+    QueryContext,
+    query_tied,
+    read_features,
+    read_ruled,
+)
 from memory_kernel.heart.facts.relation import (
     RelationThresholds,
     may_be_duplicate,
@@ -73,6 +78,7 @@ __all__ = [
     "query_tied",
     "query_view",
     "read_features",
+    "read_ruled",
     "ruled_update",
     "scored_stage",
     "statement",

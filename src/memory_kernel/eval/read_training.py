@@ -5,7 +5,8 @@ Only pairs with a question (the knowledge-update files' ``topic``) teach it: the
 itself (an update, or a look-alike that is not one) under its topic, and each of its facts
 beside the facts of *other* rows that the topic recalls best (what a search for the topic
 would put next to it), in both orders, as pairs that are not updates. As at read time,
-pairs the rules decide (a veto, a pair written in parallel) and pairs tied neither by
+pairs the rules decide (a veto, a pair written in parallel, the query's word swapped out:
+``read_resolution.read_ruled``) and pairs tied neither by
 their words nor by the query are left out: the scorer never sees them.
 """
 
@@ -28,16 +29,19 @@ from memory_kernel.eval.kernel_api import (
     query_tied,
     query_view,
     read_features,
-    ruled_update,
+    read_ruled,
     statement,
     topic_anchor,
 )
 from memory_kernel.vectors import Vector
 
-__all__ = ["CROSS_RECALLED", "read_rows", "read_scorer"]
+__all__ = ["CROSS_RECALLED", "READ_L2", "read_rows", "read_scorer"]
 
 #: Facts of other rows a topic recalls (nearest to it), paired with each fact of its row.
 CROSS_RECALLED = 4
+#: Ridge of the read scorer's fit: three times the default, as for the admission scorer
+#: (few positives: about sixty updates); cross-validated, weaker ridges fit the rows.
+READ_L2 = 3.0
 
 
 def _candidates(
@@ -71,10 +75,10 @@ def read_rows(
     xs: list[dict[str, float]] = []
     ys: list[float] = []
     for old, new, topic, label in _candidates(pairs, vectors):
-        if ruled_update(features(old), features(new), t) is not None:
+        query = query_view(topic)
+        if read_ruled(query, features(old), features(new), t) is not None:
             continue
         s_old, s_new = statement(old), statement(new)
-        query = query_view(topic)
         if topic_anchor(s_old, s_new) == 0 and not query_tied(query, s_old, s_new):
             continue
         cosines = {text: float(np.dot(vectors[text], vectors[topic])) for text in (old, new)}
@@ -96,5 +100,5 @@ def read_scorer(
     x = np.array([[f[n] for n in READ_FEATURES] for f in xs], dtype=np.float64)
     y = np.array(ys, dtype=np.float64)
     trained = {"files": list(sources), "pairs": len(y), "positives": int(y.sum())}
-    model = fit_scorer("read", READ_FEATURES, x, y, trained_on=trained)
+    model = fit_scorer("read", READ_FEATURES, x, y, trained_on=trained, l2=READ_L2)
     return replace(model, thresholds={"read": READ_AT})

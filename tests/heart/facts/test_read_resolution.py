@@ -10,7 +10,12 @@ import pytest
 from memory_kernel import MemoryKernel
 from memory_kernel.config import HeartConfig
 from memory_kernel.heart.facts.normalise import features
-from memory_kernel.heart.facts.query_slot import READ_FEATURES, answers, query_view
+from memory_kernel.heart.facts.query_slot import (
+    READ_FEATURES,
+    answers,
+    query_features,
+    query_view,
+)
 from memory_kernel.heart.facts.read_resolution import QueryContext, query_tied, read_probability
 from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.heart.facts.scorers import load_scorers
@@ -29,6 +34,9 @@ from memory_kernel.testing import FrozenClock
         ("how long is the warranty", "duration"),
         ("who is the landlord", "name"),
         ("which version of Terraform do we pin", "number"),
+        ("what is our monthly grocery budget", "money"),  # modifiers before the attribute
+        ("what is the status of the roof repair", "state"),
+        ("is the dishwasher still leaking", "state"),  # a yes/no question asks for a state
     ],
 )
 def test_a_question_word_names_the_kind_of_value_asked_for(query: str, kind: str) -> None:
@@ -48,6 +56,18 @@ def test_two_facts_answering_the_asked_kind_are_tied_by_the_query() -> None:
     assert query_tied(query, old, new)
     unrelated = statement("My cousin plays the cello.")
     assert not query_tied(query, old, unrelated)
+
+
+def test_a_state_question_is_answered_by_every_statement_about_its_subject() -> None:
+    query = query_view("is the dishwasher still leaking")
+    old = statement("The dishwasher leaks a little every cycle.")
+    new = statement("The plumber replaced the seal, so the dishwasher is dry now.")
+    other = statement("The oven takes ten minutes to heat up.")
+    assert answers(query, old) and answers(query, new) and not answers(query, other)
+    assert query_features(query, old, new, 0.0, 0.0)["q_state"] == 1.0
+    assert query_features(query, old, other, 0.0, 0.0)["q_state"] == 0.0
+    numeric = query_view("how many dishes fit in the dishwasher")
+    assert query_features(numeric, old, new, 0.0, 0.0)["q_state"] == 0.0
 
 
 def _probability(old: str, new: str, query: str) -> float:

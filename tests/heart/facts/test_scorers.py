@@ -100,6 +100,23 @@ def test_newest_first_puts_an_update_before_what_it_updates() -> None:
     assert replaced == {ids[0]: ids[3]}
 
 
+def test_newest_first_marks_an_older_value_recalled_below_its_newer_one() -> None:
+    ids = [uuid.UUID(int=n) for n in range(3)]
+    age = {ids[0]: 9, ids[1]: 5, ids[2]: 1}  # the newest ranks first
+    judged: list[tuple[uuid.UUID, uuid.UUID]] = []
+
+    def updates(old: uuid.UUID, new: uuid.UUID) -> bool:
+        judged.append((old, new))
+        return (old, new) == (ids[2], ids[0])
+
+    ordered, replaced = newest_first(
+        ids, key=lambda i: i, newer=lambda a, b: age[a] > age[b], updates=updates
+    )
+    assert ordered == ids  # already newest first
+    assert replaced == {ids[2]: ids[0]}  # but the stale one is marked
+    assert all(age[new] > age[old] for old, new in judged)  # always asked older -> newer
+
+
 OLD = "Our team standup is at 9:15."
 NEW = "Small logistics thing: the standup got pushed to 10:00 so the Denver folks can join."
 

@@ -20,23 +20,36 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memory_kernel.heart.facts.normalise import stem
-from memory_kernel.heart.facts.pairs import PAIR_FEATURES, covered
+from memory_kernel.heart.facts.pairs import covered
 from memory_kernel.heart.facts.slots import GENERIC, Statement, statement
 
 __all__ = [
-    "QUERY_FEATURES", "READ_FEATURES", "Query", "answers", "query_features", "query_view",
+    "QUERY_FEATURES", "READ_FEATURES", "READ_PAIR_FEATURES", "STATE", "Query", "answers",
+    "query_features", "query_view",
 ]  # fmt: skip
 
 QUERY_FEATURES = (
     "q_cover_old", "q_cover_new", "q_answer_old", "q_answer_new", "q_answer_both",
-    "q_cos_old", "q_cos_new",
+    "q_cos_old", "q_cos_new", "q_state",
+)  # fmt: skip
+#: The pair features the read scorer weighs: how close and how tied the two are, whether a
+#: typed value changed or a change is announced, and what sets them apart (another name,
+#: another holder or attribute in a shared frame). Fewer than the write-time scorer's: the
+#: read scorer learns from about sixty updates, and with every pair feature it learned the
+#: rows (cross-validated recall far below the development figure). The moods (question,
+#: list item, goal) are left to the rules, which decide those pairs before it.
+READ_PAIR_FEATURES = (
+    "cosine", "cover_old", "cover_new", "holder_cover", "value_changed", "change_new",
+    "name_swap", "frame_entity", "frame_other", "topic_shared", "topic_anchor",
 )  # fmt: skip
 #: The read scorer's features: the pair's, then the query's.
-READ_FEATURES = PAIR_FEATURES + QUERY_FEATURES
+READ_FEATURES = READ_PAIR_FEATURES + QUERY_FEATURES
 
 # The kinds of value a question word asks for (``Statement.values`` types, plus "name" for
 # a capitalised name and "identifier" for a code or cited number). First match wins.
 _NUMERIC = frozenset({"number", "money", "measure", "percent"})
+#: The kind a question about a state asks for: any statement about its subject answers it.
+STATE = "state"
 _WHEN = frozenset({"time", "date", "day", "year"})
 _ASKED: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
     (re.compile(pattern), kinds)
@@ -52,11 +65,15 @@ _ASKED: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
         (r"\bwhen\b", _WHEN),
         (r"\b(who|whom|whose|where)\b", frozenset({"name"})),
         (
-            r"\b(what|which) (is|are|was|were|does|do|did) (the |my |our |your )?\w*"
-            r"\s?(price|cost|rate|limit|size|count|number|amount|total|score|budget|target|"
+            r"\b(what|which) (is|are|was|were|does|do|did) (the |my |our |your )?(\w+ ){0,2}"
+            r"(price|cost|rate|limit|size|count|number|amount|total|score|budget|target|"
             r"salary|rent|weight|dose|fee|balance)\b",
             _NUMERIC,
         ),
+        # A state: "what is the status of X", or a yes/no question ("is X still flaky",
+        # "can I run yet"): whatever the statements about X say of it.
+        (r"\b(status|state|progress)\b", frozenset({STATE})),
+        (r"^(is|are|was|were|can|could|does|do|did|has|have|will)\b", frozenset({STATE})),
         (r"\b(what|which)\b", frozenset({"name", "identifier"})),
     )
 )
@@ -116,7 +133,7 @@ class Query:
 # only the last few are kept.
 @lru_cache(maxsize=64)
 def query_view(text: str) -> Query:
-    lower = text.lower()
+    lower = text.lower().strip()
     asked: frozenset[str] = frozenset()
     for pattern, kinds in _ASKED:
         if pattern.search(lower):
@@ -141,7 +158,10 @@ def _kinds(s: Statement) -> frozenset[str]:
 
 
 def answers(query: Query, s: Statement) -> bool:
-    """``s`` carries a value of a kind ``query`` asks for."""
+    """``s`` carries a value of a kind ``query`` asks for (for a state: ``s`` speaks of
+    one of the query's words)."""
+    if STATE in query.asked:
+        return bool(query.content) and covered(query.content, s.topic_pool) > 0
     return bool(query.asked & _kinds(s))
 
 
@@ -158,4 +178,6 @@ def query_features(
         "q_answer_both": float(answer_old and answer_new),
         "q_cos_old": cos_old,
         "q_cos_new": cos_new,
+        # A question about a state that both speak of: the newer says how it is now.
+        "q_state": float(STATE in query.asked and answer_old and answer_new),
     }

@@ -3,7 +3,9 @@ new value of an older one's slot?
 
 The same rules as at write time decide first (``relation.ruled_update``: a question, a
 list item, a goal beside a statement or another identifier is never an update; a pair
-written in parallel is one only when nothing but a value changed). Where they do not, the
+written in parallel is one only when nothing but a value changed), then one rule only the
+query can give (``query_swap``: a look-alike written in parallel whose newer side replaces
+the word the query asks about is about another thing). Where they do not decide, the
 **read scorer** (logistic regression over the pair features and the query features of
 ``query_slot``) decides, for pairs that are tied by their words (``pairs.topic_anchor``)
 or by the query: both answer it with a value of the kind it asks for, or both hold its
@@ -19,6 +21,7 @@ from memory_kernel.heart.facts.frames import compare
 from memory_kernel.heart.facts.normalise import TextFeatures, features
 from memory_kernel.heart.facts.pairs import pair_features, topic_anchor
 from memory_kernel.heart.facts.query_slot import Query, query_features, query_view
+from memory_kernel.heart.facts.query_swap import swapped_out
 from memory_kernel.heart.facts.relation import RelationThresholds, ruled_update
 from memory_kernel.heart.facts.scorer import LinearScorer
 from memory_kernel.heart.facts.slots import Statement, statement
@@ -30,6 +33,7 @@ __all__ = [
     "read_features",
     "read_judge",
     "read_probability",
+    "read_ruled",
 ]
 
 
@@ -65,12 +69,25 @@ def read_features(
     return features
 
 
+def read_ruled(
+    query: Query, old: TextFeatures, new: TextFeatures, t: RelationThresholds
+) -> float | None:
+    """1 or 0 where the rules decide the pair for ``query`` (the write-time rules, then
+    :func:`~memory_kernel.heart.facts.query_swap.swapped_out`); ``None``: the scorer must."""
+    ruled = ruled_update(old, new, t)
+    if ruled is not None:
+        return ruled
+    if swapped_out(query, statement(old.text), statement(new.text)):
+        return 0.0
+    return None
+
+
 def read_probability(
     old: TextFeatures, new: TextFeatures, similarity: float, t: RelationThresholds,
     scorer: LinearScorer, ctx: QueryContext,
 ) -> float:  # fmt: skip
     """How likely ``new`` (the newer recalled fact) gives a new value of ``old``'s slot."""
-    ruled = ruled_update(old, new, t)
+    ruled = read_ruled(ctx.query, old, new, t)
     if ruled is not None:
         return ruled
     s_old, s_new = statement(old.text), statement(new.text)

@@ -34,9 +34,17 @@ def newest_first(
     newer one gives a new value of the older one's slot."""
     top = list(hits[:MAX_COMPARED])
     replaced_by: dict[uuid.UUID, uuid.UUID] = {}
-    for i, old in enumerate(top):
-        for new in top[i + 1 :]:
-            if key(old) not in replaced_by and newer(new, old) and updates(old, new):
+    # Every pair, whichever ranks first: an older value recalled below its newer one is
+    # still out of date, and must be marked so (not only reordered when it ranks above).
+    for i, first in enumerate(top):
+        for second in top[i + 1 :]:
+            if newer(second, first):
+                old, new = first, second
+            elif newer(first, second):
+                old, new = second, first
+            else:
+                continue
+            if key(old) not in replaced_by and updates(old, new):
                 replaced_by[key(old)] = key(new)
     placed: set[uuid.UUID] = set()
     ordered: list[H] = []

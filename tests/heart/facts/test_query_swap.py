@@ -1,0 +1,61 @@
+"""The read-time rule for look-alikes written in parallel: the newer fact puts another word
+in place of the word the query asks about (examples written for this test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_kernel.config import HeartConfig
+from memory_kernel.heart.facts.normalise import features
+from memory_kernel.heart.facts.query_slot import query_view
+from memory_kernel.heart.facts.query_swap import swapped_out
+from memory_kernel.heart.facts.read_resolution import read_ruled
+from memory_kernel.heart.facts.relation import RelationThresholds
+from memory_kernel.heart.facts.slots import statement
+
+
+@pytest.mark.parametrize(
+    ("query", "old", "new"),
+    [
+        ("how much storage does the tablet have",
+         "The tablet has 64 GB of storage.", "The tablet has a 2 GHz processor."),
+        ("what is my gym membership", "My gym membership is $45 a month.",
+         "My streaming subscription is $12 a month."),
+        ("what price range for the armchair",
+         "We're pricing an armchair in the $400-$700 range.",
+         "We're pricing a lamp in the $40-$90 range."),
+        # The thing asked about replaced by another thing.
+        ("how much storage does the tablet have", "The tablet has 64 GB of storage.",
+         "The phone has 64 GB of storage."),
+    ],
+)  # fmt: skip
+def test_the_asked_word_swapped_for_another_is_another_thing(
+    query: str, old: str, new: str
+) -> None:
+    view = query_view(query)
+    assert swapped_out(view, statement(old), statement(new))
+    t = RelationThresholds.from_config(HeartConfig())
+    assert read_ruled(view, features(old), features(new), t) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("query", "old", "new"),
+    [
+        # An update told with its reason is no parallel sentence.
+        ("how much storage does the tablet have", "The tablet has 64 GB of storage.",
+         "I swapped the tablet for the bigger model, so storage is 256 GB now."),
+        # Parallel, but the word swapped is not one asked about: the scorer decides.
+        ("what does the tablet cost", "The tablet costs $300 at Target.",
+         "The tablet costs $280 at Costco."),
+        # The asked word is kept: a new value of the same slot.
+        ("what is my gym membership", "My gym membership is $45 a month.",
+         "My gym membership is $52 a month."),
+    ],
+)  # fmt: skip
+def test_no_swap_when_not_parallel_or_the_asked_word_stays(query: str, old: str, new: str) -> None:
+    assert not swapped_out(query_view(query), statement(old), statement(new))
+
+
+def test_a_query_without_content_words_swaps_nothing() -> None:
+    old, new = statement("The tablet has 64 GB of storage."), statement("The tablet has 2 GHz.")
+    assert not swapped_out(query_view("what is it"), old, new)
