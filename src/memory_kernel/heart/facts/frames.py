@@ -25,6 +25,7 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 
 from memory_kernel.heart.facts.slots import Statement, abbreviation_like
+from memory_kernel.heart.facts.synonyms import synonymous
 
 __all__ = ["FrameDiff", "abbreviates", "collapsed", "compare", "may_be_parallel"]
 
@@ -122,6 +123,8 @@ def _same_word(x: Item, y: Item) -> bool:
     abbreviating the other ("DB" / "database" beside "Postgres" / "PostgreSQL")."""
     if _close(x[1], y[1]):
         return True
+    if x[2].isalpha() and y[2].isalpha() and synonymous(x[2].lower(), y[2].lower()):
+        return True  # another word for the same thing ("bought" / "purchased")
     for short, long_ in ((x, y), (y, x)):
         if _is_abbreviation(short[2]) and long_[2].isalpha():
             return abbreviates(short[2], [long_[2].lower()])
