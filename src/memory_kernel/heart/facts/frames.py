@@ -25,8 +25,9 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 
 from memory_kernel.heart.facts.slots import Statement, abbreviation_like
+from memory_kernel.heart.facts.synonyms import synonymous
 
-__all__ = ["FrameDiff", "abbreviates", "compare", "may_be_parallel"]
+__all__ = ["FrameDiff", "abbreviates", "collapsed", "compare", "may_be_parallel"]
 
 Item = tuple[str, str, str]
 
@@ -122,6 +123,8 @@ def _same_word(x: Item, y: Item) -> bool:
     abbreviating the other ("DB" / "database" beside "Postgres" / "PostgreSQL")."""
     if _close(x[1], y[1]):
         return True
+    if x[2].isalpha() and y[2].isalpha() and synonymous(x[2].lower(), y[2].lower()):
+        return True  # another word for the same thing ("bought" / "purchased")
     for short, long_ in ((x, y), (y, x)):
         if _is_abbreviation(short[2]) and long_[2].isalpha():
             return abbreviates(short[2], [long_[2].lower()])
@@ -186,9 +189,61 @@ def may_be_parallel(old: Statement, new: Statement) -> bool:
     return possible / longer >= _PARALLEL
 
 
+#: The longest run of words an abbreviation stands for ("Master of Business Administration").
+_SPAN = 5
+
+
+def collapsed(items: list[Item], other: list[Item]) -> list[Item]:
+    """``items`` with each run of two or more words that an abbreviation of ``other``
+    stands for ("San Francisco" beside "SF", "Master of Business Administration" beside
+    "MBA": the initials of the words, ``abbreviates``) replaced by that abbreviation, so
+    the two sides align wherever each puts it. A class rule, no list: any abbreviation the
+    other side writes out in full. Single words are left to the in-place match
+    (``_same_word``): one word's letters in order are too weak a sign out of place."""
+    codes = [i for i in other if _is_abbreviation(i[2])]
+    if not codes:
+        return items
+    keys = {i[1] for i in items}
+    out = list(items)
+    for code in codes:
+        if code[1] in keys:
+            continue
+        for start in range(len(out)):
+            stop = _abbreviated_run(out, start, code[2])
+            if stop is not None:
+                out[start:stop] = [(out[start][0], code[1], code[2])]
+                break
+    return out
+
+
+def _abbreviated_run(items: list[Item], start: int, code: str) -> int | None:
+    """Where a run of plain words from ``start`` that ``code`` abbreviates ends."""
+    for stop in range(start + 2, min(start + _SPAN, len(items)) + 1):
+        run = items[start:stop]
+        if any(i[0] not in ("h", "p") or not i[2].isalpha() for i in run):
+            return None
+        if abbreviates(code, [i[2].lower() for i in run]):
+            return stop
+    return None
+
+
 def compare(old: Statement, new: Statement) -> FrameDiff:
-    """Align ``old`` and ``new`` (see the module docstring)."""
+    """Align ``old`` and ``new`` (see the module docstring). An abbreviation written out in
+    full on the other side, anywhere in it, aligns with it (``collapsed``) when that makes
+    the two a restatement; otherwise the words are aligned as written (a span that only
+    partly matches must not turn into a value swap)."""
     a, b = list(old.items), list(new.items)
+    diff = _aligned(a, b)
+    if diff.same or not (old.abbreviations or new.abbreviations):
+        return diff
+    a2, b2 = collapsed(a, b), collapsed(b, a)
+    if (a2, b2) == (a, b):
+        return diff
+    restated = _aligned(a2, b2)
+    return restated if restated.same else diff
+
+
+def _aligned(a: list[Item], b: list[Item]) -> FrameDiff:
     if a and sorted(i[1] for i in a) == sorted(i[1] for i in b):
         # The same words in another order ("Kai owns X" / "X is owned by Kai"): a swap of
         # roles around a comparison is a flip, found before this.
