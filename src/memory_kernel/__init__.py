@@ -50,8 +50,10 @@ from memory_kernel.errors import (
     MigrationError,
     NotFoundError,
     StorageError,
+    SummariserError,
     ValidationError,
 )
+from memory_kernel.heart.episodes.chat_summary import ChatSummariser
 from memory_kernel.heart.extraction import ChatExtractor, RuleExtractor
 from memory_kernel.inspection import (
     AgentInspection,
@@ -152,6 +154,7 @@ from memory_kernel.protocols import (
     Clock,
     ContextNodeProvider,
     Embedder,
+    EpisodeSummariser,
     FactExtractor,
     SystemClock,
     TokenCounter,
@@ -174,6 +177,7 @@ __all__ = [
     "BrainConfig",
     "ChatExtractor",
     "ChatJudge",
+    "ChatSummariser",
     "Clock",
     "ConfigError",
     "ConflictError",
@@ -214,6 +218,7 @@ __all__ = [
     "EpisodeInput",
     "EpisodeStart",
     "EpisodeStatus",
+    "EpisodeSummariser",
     "EstimatingTokenCounter",
     "EventKind",
     "ExtensionMissingError",
@@ -268,6 +273,7 @@ __all__ = [
     "StatusCount",
     "StorageConfig",
     "StorageError",
+    "SummariserError",
     "SystemClock",
     "Tier",
     "TokenCounter",

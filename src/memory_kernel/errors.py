@@ -35,6 +35,7 @@ __all__ = [
     "MigrationError",
     "NotFoundError",
     "StorageError",
+    "SummariserError",
     "ValidationError",
 ]
 
@@ -67,6 +68,11 @@ class EmbedderError(MemoryKernelError):
 class ExtractorError(MemoryKernelError):
     """The fact extractor failed: it raised, timed out or returned an unusable answer. The
     turns stay queued and are tried again."""
+
+
+class SummariserError(MemoryKernelError):
+    """The episode summariser failed: it raised, timed out or returned an unusable answer.
+    The episode ends with its extractive summary instead."""
 
 
 class EmbedderMismatchError(EmbedderError):

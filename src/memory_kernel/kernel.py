@@ -26,7 +26,14 @@ from memory_kernel.models.decisions import GateStats
 from memory_kernel.models.episodes import EpisodeEnd
 from memory_kernel.models.extraction import ExtractionReport
 from memory_kernel.models.turns import TurnContext, TurnHandle, TurnInput, TurnOutcome, TurnResult
-from memory_kernel.protocols import CheckedClock, Clock, Embedder, FactExtractor, SystemClock
+from memory_kernel.protocols import (
+    CheckedClock,
+    Clock,
+    Embedder,
+    EpisodeSummariser,
+    FactExtractor,
+    SystemClock,
+)
 from memory_kernel.runtime import Runtime
 from memory_kernel.storage.database import Database, ServerInfo
 from memory_kernel.storage.embedded import EmbeddedServer
@@ -54,6 +61,7 @@ class MemoryKernel:
         clock: Clock,
         judge: Judge | None = None,
         extractor: FactExtractor | None = None,
+        summariser: EpisodeSummariser | None = None,
     ) -> None:
         self.config = config
         self.embedder = embedder
@@ -63,7 +71,7 @@ class MemoryKernel:
         checked = clock if isinstance(clock, CheckedClock) else CheckedClock(clock)
         self._runtime = Runtime(
             db=database, embedder=embedder, clock=checked, config=config, judge=judge,
-            extractor=extractor,
+            extractor=extractor, summariser=summariser,
         )  # fmt: skip
         #: Facts and episodes.
         self.heart = Heart(self._runtime)
@@ -98,6 +106,7 @@ class MemoryKernel:
         clock: Clock | None = None,
         judge: Judge | None = None,
         extractor: FactExtractor | None = None,
+        summariser: EpisodeSummariser | None = None,
     ) -> _Opening:
         """Open a store: ``dsn`` (or ``MEMORY_KERNEL_DSN``), else the embedded server.
 
@@ -108,6 +117,8 @@ class MemoryKernel:
         ``extractor`` finds facts in the turns (``protocols.FactExtractor``; e.g.
         ``ChatExtractor``), off the hot path: ``post_turn`` queues the turns, a background
         worker, ``consolidate`` and :meth:`extract_pending` drain the queue.
+        ``summariser`` writes an ended episode's summary (``protocols.EpisodeSummariser``;
+        e.g. ``ChatSummariser``) instead of the extractive one, which stays the fallback.
         """
         return _Opening(
             cls,
@@ -118,6 +129,7 @@ class MemoryKernel:
             clock=clock,
             judge=judge,
             extractor=extractor,
+            summariser=summariser,
         )
 
     async def pre_turn(self, turn: TurnInput) -> TurnContext:
@@ -274,6 +286,7 @@ async def _open(
     clock: Clock | None,
     judge: Judge | None,
     extractor: FactExtractor | None,
+    summariser: EpisodeSummariser | None,
 ) -> MemoryKernel:
     config = config or MemoryKernelConfig()
     embedder = embedder or HashingEmbedder()
@@ -291,7 +304,7 @@ async def _open(
     )
     kernel = cls(
         database=database, embedder=embedder, config=config, clock=clock, judge=judge,
-        extractor=extractor,
+        extractor=extractor, summariser=summariser,
     )  # fmt: skip
     if config.consolidation.embed_worker:
         kernel._embedding_worker.start()

@@ -99,6 +99,20 @@ class CheckedClock:
 
 
 @runtime_checkable
+class EpisodeSummariser(Protocol):
+    """Writes an ended episode's summary from its turns (oldest first), at most
+    ``max_chars`` characters, the newest value of anything that changed. Called when the
+    episode ends, outside any transaction; it may raise anything or hang: the kernel bounds
+    it with ``HeartConfig.episode_summariser_timeout_s`` and falls back to the extractive
+    summary (``heart.episodes.summary``), so an episode always ends."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def summarise(self, turns: Sequence[ExtractionTurn], *, max_chars: int) -> str: ...
+
+
+@runtime_checkable
 class ContextNodeProvider(Protocol):
     """A context node the host provides beside the built-in ones (identity, tools, skills,
     world state…). ``fetch`` is awaited only when the relevance pipeline includes the node

@@ -15,7 +15,7 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.embeddings import embed_checked
 from memory_kernel.errors import EmbedderError, InvalidVectorError
 from memory_kernel.judges.base import Judge
-from memory_kernel.protocols import Clock, Embedder, FactExtractor
+from memory_kernel.protocols import Clock, Embedder, EpisodeSummariser, FactExtractor
 from memory_kernel.similarity import has_words
 from memory_kernel.storage.database import Database
 from memory_kernel.vectors import Vector
@@ -64,6 +64,7 @@ class Runtime:
     config: MemoryKernelConfig
     judge: Judge | None = None
     extractor: FactExtractor | None = None
+    summariser: EpisodeSummariser | None = None
 
     async def embed(self, texts: list[str]) -> Vector:
         """Embed with the configured timeout; failures are ``EmbedderError``, bad vectors

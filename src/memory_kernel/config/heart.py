@@ -229,6 +229,15 @@ class HeartConfig(Frozen):
             "replace each other."
         ),
     )
+    episode_summariser_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description=(
+            "An episode summariser (MemoryKernel.open(summariser=...), e.g. ChatSummariser) "
+            "that has not answered by then is abandoned: the episode ends with its "
+            "extractive summary."
+        ),
+    )
     admission_judge_timeout_s: float = Field(
         default=20.0,
         gt=0,

@@ -4,8 +4,10 @@ when they sat idle for ``HeartConfig.episode_idle_end_s`` (``end_idle``: ``conso
 
 Each ongoing episode is ended on its own: its turns are read, its summary is built from
 them (``summary.summarise_turns``: key sentences, newer statements replacing older ones about
-the same thing), and ``EpisodeService.end`` completes it through admission control (ADD /
-NOT / REPLACE / MERGE) — the summary is embedded before that transaction opens. An episode
+the same thing; or by the host's ``EpisodeSummariser``, e.g. ``ChatSummariser``, with the
+extractive summary as the fallback when it fails, times out or answers nothing usable),
+and ``EpisodeService.end`` completes it through admission control (ADD / NOT / REPLACE /
+MERGE) — the summary is embedded before that transaction opens. An episode
 in which no turn was completed (a ``pre_turn`` whose ``post_turn`` never came) has nothing to
 remember: it is abandoned (``status = abandoned``, never admitted), with its audit row. An
 episode someone else ended meanwhile is skipped.
@@ -13,9 +15,10 @@ episode someone else ended meanwhile is skipped.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 from memory_kernel.errors import ValidationError
@@ -23,11 +26,13 @@ from memory_kernel.heart.episodes import store
 from memory_kernel.heart.episodes.policy import IDLE, SESSION_ENDED
 from memory_kernel.heart.episodes.summary import SummaryTurn, summarise_turns
 from memory_kernel.heart.turns import store as turns_store
+from memory_kernel.heart.turns.store import StoredTurn
 from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind
-from memory_kernel.models.episodes import Episode, EpisodeEnd
+from memory_kernel.models.episodes import MAX_TEXT_BYTES, Episode, EpisodeEnd
+from memory_kernel.models.extraction import ExtractionTurn
 from memory_kernel.runtime import Runtime
 from memory_kernel.storage.events import Event
-from memory_kernel.validation import check_agent_id
+from memory_kernel.validation import check_agent_id, check_text
 
 __all__ = ["IDLE", "NO_TURN", "SESSION_ENDED", "SessionEnds"]
 
@@ -91,16 +96,34 @@ class SessionEnds:
             return None
         async with self._rt.db.connection() as conn:
             said = await turns_store.by_episode(conn, agent_id=agent, episode_id=episode.id)
-        summary = summarise_turns(
-            [SummaryTurn(t.role, t.content, t.created_at) for t in said],
-            max_chars=self._cfg.episode_summary_chars,
-            fallback=episode.summary,
-        )
+        summary = await self._summary(episode, said)
         try:
             return await self._end(episode.id, agent_id=agent, outcome=outcome, summary=summary)
         except ValidationError:  # ended meanwhile (another worker, the host)
             _log.debug("episode %s ended meanwhile", episode.id)
             return None
+
+    async def _summary(self, episode: Episode, said: Sequence[StoredTurn]) -> str:
+        """The host's summariser's summary, cut to ``episode_summary_chars``; the extractive
+        one when there is no summariser or it fails (the episode must end either way)."""
+        limit = self._cfg.episode_summary_chars
+        summariser = self._rt.summariser
+        if summariser is not None:
+            turns = [_as_turn(episode, t) for t in said]
+            timeout = self._cfg.episode_summariser_timeout_s
+            try:
+                async with asyncio.timeout(timeout):
+                    written = await summariser.summarise(turns, max_chars=limit)
+                return _cut(check_text(written, field="summary", max_bytes=MAX_TEXT_BYTES), limit)
+            except TimeoutError:
+                _log.warning("summariser %r timed out after %ss", summariser.name, timeout)
+            except Exception as exc:  # an untrusted plug-in: any failure means "extractive"
+                _log.warning("summariser %r failed: %s", summariser.name, exc)
+        return summarise_turns(
+            [SummaryTurn(t.role, t.content, t.created_at) for t in said],
+            max_chars=limit,
+            fallback=episode.summary,
+        )
 
     async def _abandon(self, agent_id: str, episode_id: uuid.UUID) -> None:
         now = self._rt.clock.now()
@@ -117,3 +140,26 @@ class SessionEnds:
             await store.abandon(
                 conn, agent_id=agent_id, episode_id=episode_id, now=now, event=event
             )
+
+
+def _as_turn(episode: Episode, turn: StoredTurn) -> ExtractionTurn:
+    return ExtractionTurn(
+        agent_id=episode.agent_id,
+        session_id=episode.session_id,
+        turn_id=turn.id,
+        episode_id=episode.id,
+        role="user" if turn.role == "user" else "assistant",
+        text=turn.content,
+        said_at=turn.created_at,
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` at most ``limit`` characters: cut at a word boundary, marked with "…"."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    if " " in head:
+        head = head[: head.rindex(" ")]
+    return head.rstrip(" ,;:") + "…"
