@@ -20,7 +20,7 @@ from memory_kernel.context.dated import flatten, stamp, within_reach
 from memory_kernel.context.excerpt import excerpt
 from memory_kernel.context.provenance import few_extracted, said_at
 from memory_kernel.context.recaller import Recaller
-from memory_kernel.context.replies import asks
+from memory_kernel.context.replies import ALONE, REPLY, asks
 from memory_kernel.context.retrieval import query_words
 from memory_kernel.context.when import resolve_relative
 from memory_kernel.models.context import (
@@ -166,12 +166,14 @@ class RecallNode:
         for hit, said in zip(hits, shown, strict=True):
             reply = answered.get(hit.id)
             if reply is not None and len(reply.content.strip()) <= self._excerpt_chars:
+                # The hit stays the asking turn's; it carries the reply and the line without
+                # it, for a distilled memory drafted from the reply (replies.untold).
+                alone = format_hit(hit.model_copy(update={"text": said}))
                 said = f"{said} → {reply.role}: {reply.content.strip()}"
-                # What the item says, for the budget's repeat rules: both turns.
-                hit = hit.model_copy(update={"text": f"{hit.text}\n{reply.content}"})
-            items.append(
-                ContextItem(text=format_hit(hit.model_copy(update={"text": said})), hit=hit)
-            )
+                meta = {**hit.metadata, REPLY: reply.content, ALONE: alone}
+                hit = hit.model_copy(update={"metadata": meta})
+            shown_hit = hit.model_copy(update={"text": said})
+            items.append(ContextItem(text=format_hit(shown_hit), hit=hit))
         return tuple(items)
 
 

@@ -29,7 +29,16 @@ from sqlalchemy import Text, TextClause, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["Reply", "asks", "replies"]
+from memory_kernel.context.budget import ALONE, SOURCE_OVERLAP
+from memory_kernel.models.context import ContextItem, MemorySource, NodeContent
+from memory_kernel.similarity import word_overlap, words
+
+__all__ = ["ALONE", "REPLY", "Reply", "asks", "replies", "untold"]
+
+#: Metadata of an asking turn's hit shown with its reply: the reply's text, and the line
+#: the turn has without it.
+REPLY = "answered_by"
+_DISTILLED = frozenset({MemorySource.FACT, MemorySource.DECISION})
 
 # A sentence that ends with a question mark (closing quotes and brackets allowed).
 _QUESTION = re.compile(r"\?[\"')\]]*(?:\s|$)")
@@ -44,6 +53,38 @@ class Reply:
 def asks(shown: str) -> bool:
     """Whether ``shown`` (the part of a turn a context shows) asks a question."""
     return _QUESTION.search(shown) is not None
+
+
+def untold(sections: Sequence[NodeContent]) -> list[NodeContent]:
+    """``sections`` with each attached reply that a recalled fact or decision tells (over
+    ``SOURCE_OVERLAP`` of the shorter one's words: the memory was drafted from it) taken
+    off its question's line again: the distilled memory is shown in the reply's place, as
+    the budget keeps it in place of the reply's own turn (``context.budget``)."""
+    distilled = [
+        words(i.hit.text)
+        for s in sections
+        for i in s.items
+        if i.hit is not None and i.hit.source in _DISTILLED
+    ]
+    if not distilled:
+        return list(sections)
+    out = []
+    for section in sections:
+        items = tuple(_alone(i, distilled) for i in section.items)
+        out.append(
+            section if items == section.items else section.model_copy(update={"items": items})
+        )
+    return out
+
+
+def _alone(item: ContextItem, distilled: Sequence[set[str]]) -> ContextItem:
+    hit = item.hit
+    if hit is None or REPLY not in hit.metadata:
+        return item
+    said = words(str(hit.metadata[REPLY]))
+    if any(word_overlap(said, memory) > SOURCE_OVERLAP for memory in distilled):
+        return item.model_copy(update={"text": str(hit.metadata[ALONE])})
+    return item
 
 
 @cache
