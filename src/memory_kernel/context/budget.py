@@ -49,6 +49,7 @@ SOURCE_OVERLAP = 0.7
 _CLAIM_ORDER = (Tier.RECENT, Tier.TOOL, Tier.STREAMED, Tier.SYSTEM)
 _DISPLAY_ORDER = (Tier.SYSTEM, Tier.STREAMED, Tier.TOOL, Tier.RECENT)
 _HAPPENED = frozenset({MemorySource.EPISODE, MemorySource.TURN})
+ALONE = "line_alone"  # a hit's metadata: the shorter line its item falls back to
 
 
 @dataclass(slots=True)
@@ -235,6 +236,13 @@ def _stream(
                 packer.give_back(k.node, k.item)
                 seen.remove(k)
                 packer.duplicates += 1
+        if (
+            not _fits_instead(packer, section, item, ())
+            and item.hit is not None
+            and ALONE in item.hit.metadata
+        ):
+            # A question shown with its reply (context.replies): the question alone, then.
+            item = item.model_copy(update={"text": str(item.hit.metadata[ALONE])})
         if packer.take(section, item, droppable=True):
             seen.append(_Kept(section.node, item, said, kind, outcome, origin))
             if kind == "turn" and item.hit is not None and _shows_whole(item):

@@ -30,6 +30,7 @@ from memory_kernel.context.nodes import GistsNode, RecallNode, WorkingMemoryNode
 from memory_kernel.context.prefetch import Prefetcher
 from memory_kernel.context.recaller import Recaller, SlotJudges
 from memory_kernel.context.relevance import RelevancePipeline
+from memory_kernel.context.replies import untold
 from memory_kernel.context.stale import demote_in_sections
 from memory_kernel.context.tokens import EstimatingTokenCounter
 from memory_kernel.errors import ValidationError
@@ -213,6 +214,8 @@ class ContextEngine:
             self.relevance.estimates.observe(section.node, self.counter.count(render([section])))
         # What a current fact replaced is ranked under it and noted (context.stale).
         ordered = demote_in_sections([sections[n] for n in wanted if n in sections])
+        # A reply shown with its question yields to a memory drafted from it (context.replies).
+        ordered = untold(ordered)
         if request.tool_results:
             ordered.append(_tool_section(request.tool_results))
         fitted = assemble(ordered, budget=budget, counter=self.counter)

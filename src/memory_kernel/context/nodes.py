@@ -20,6 +20,7 @@ from memory_kernel.context.dated import flatten, stamp, within_reach
 from memory_kernel.context.excerpt import excerpt
 from memory_kernel.context.provenance import few_extracted, said_at
 from memory_kernel.context.recaller import Recaller
+from memory_kernel.context.replies import ALONE, REPLY, asks
 from memory_kernel.context.retrieval import query_words
 from memory_kernel.context.when import resolve_relative
 from memory_kernel.models.context import (
@@ -145,16 +146,35 @@ class RecallNode:
             exclude_session=session_id,
         )
         hits = few_extracted(result.hits, self._limit)
-        items = tuple(ContextItem(text=self._line(h, query), hit=h) for h in hits)
+        items = await self._items(agent_id, hits, query)
         content = NodeContent(node=self.name, title=self.title, tier=Tier.STREAMED, items=items)
         return content, result.deduplicated
 
-    def _line(self, hit: MemoryHit, query: str) -> str:
-        if hit.source is not MemorySource.TURN or self._excerpt_chars is None:
-            return format_hit(hit)
+    async def _items(
+        self, agent_id: str, hits: list[MemoryHit], query: str
+    ) -> tuple[ContextItem, ...]:
+        if self.source is not MemorySource.TURN or self._excerpt_chars is None:
+            return tuple(ContextItem(text=format_hit(h), hit=h) for h in hits)
         # A long turn shows the part of it about the query (the hit keeps the whole text).
-        shown = excerpt(hit.text, query_words(query), max_chars=self._excerpt_chars)
-        return format_hit(hit.model_copy(update={"text": shown}))
+        wanted = query_words(query)
+        shown = [excerpt(h.text, wanted, max_chars=self._excerpt_chars) for h in hits]
+        # A turn that asks is shown with the turn that answered it (context.replies).
+        answered = await self._recaller.replies(
+            agent_id=agent_id, turn_ids=[h.id for h, s in zip(hits, shown, strict=True) if asks(s)]
+        )
+        items = []
+        for hit, said in zip(hits, shown, strict=True):
+            reply = answered.get(hit.id)
+            if reply is not None and len(reply.content.strip()) <= self._excerpt_chars:
+                # The hit stays the asking turn's; it carries the reply and the line without
+                # it, for a distilled memory drafted from the reply (replies.untold).
+                alone = format_hit(hit.model_copy(update={"text": said}))
+                said = f"{said} → {reply.role}: {reply.content.strip()}"
+                meta = {**hit.metadata, REPLY: reply.content, ALONE: alone}
+                hit = hit.model_copy(update={"metadata": meta})
+            shown_hit = hit.model_copy(update={"text": said})
+            items.append(ContextItem(text=format_hit(shown_hit), hit=hit))
+        return tuple(items)
 
 
 TextSource = Callable[[ContextRequest], Iterable[str] | Awaitable[Iterable[str]]]

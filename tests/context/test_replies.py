@@ -1,0 +1,107 @@
+"""A recalled turn that asks is shown with the turn that answered it (``context.replies``):
+the pure rule first, then through the hooks on real Postgres."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from memory_kernel import MemoryKernel
+from memory_kernel.context.budget import assemble
+from memory_kernel.context.replies import asks, untold
+from memory_kernel.context.tokens import EstimatingTokenCounter
+from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
+from memory_kernel.models.turns import TurnInput, TurnOutcome
+from memory_kernel.testing import FrozenClock
+
+
+def test_a_shown_part_asks_when_a_sentence_ends_with_a_question_mark() -> None:
+    assert asks("Wow, sounds wonderful! What concert was it?")
+    assert asks('Did you read "Dune?" I loved it.')
+    assert asks("Which one (the blue?) Tell me.")
+    assert not asks("It was Matt Patterson, he is so talented!")
+    assert not asks("The query param ?id=3 was missing.")
+
+
+async def _exchange(kernel: MemoryKernel, agent: str, session: str, said: str, reply: str) -> None:
+    ctx = await kernel.pre_turn(TurnInput(agent_id=agent, session_id=session, message=said))
+    await kernel.post_turn(ctx.turn, TurnOutcome(response_text=reply))
+    clock = kernel.clock
+    assert isinstance(clock, FrozenClock)
+    clock.advance(timedelta(seconds=30))
+
+
+async def test_a_recalled_question_is_shown_with_its_short_answer(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    agent = "replies-agent"
+    await _exchange(
+        kernel, agent, "s1",
+        "We celebrated my daughter's birthday with a concert last night.",
+        "Wow, sounds wonderful! Which singer performed at the birthday concert?",
+    )  # fmt: skip
+    # The answer is the next exchange's message: it shares no word with the question below.
+    await _exchange(kernel, agent, "s1", "It was Matt Patterson, so talented!", "Lovely.")
+    await _exchange(
+        kernel, agent, "s1",
+        "Tell me about your garden instead, what grows there?",
+        "Tomatoes mostly. " + "The soil is clay and it holds water for weeks. " * 12,
+    )  # fmt: skip
+    await kernel.end_session(agent, "s1")
+    clock.advance(timedelta(days=1))
+    asked = await kernel.pre_turn(
+        TurnInput(
+            agent_id=agent,
+            session_id="s2",
+            message="Which singer performed at the birthday concert?",
+            signals={"token_budget": 1000},
+        )
+    )
+    turns = [line for line in asked.text.splitlines() if "] assistant: " in line]
+    lines = [line for line in turns if "Which singer performed" in line]
+    assert lines, asked.text
+    assert "→ user: It was Matt Patterson, so talented!" in lines[0]
+
+
+async def test_a_long_answer_is_not_attached(kernel: MemoryKernel, clock: FrozenClock) -> None:
+    agent = "replies-long"
+    advice = "Tomatoes mostly. " + "The soil is clay and it holds water for weeks. " * 12
+    await _exchange(kernel, agent, "s1", "What should I grow in my garden this year?", advice)
+    await kernel.end_session(agent, "s1")
+    clock.advance(timedelta(days=1))
+    asked = await kernel.pre_turn(
+        TurnInput(agent_id=agent, session_id="s2", message="What grows in my garden?")
+    )
+    question = [line for line in asked.text.splitlines() if "What should I grow" in line]
+    assert question and "→" not in question[0]
+
+
+def _item(source: MemorySource, text: str, score: float, **meta: str) -> ContextItem:
+    hit = MemoryHit(
+        source=source, id=uuid.uuid4(), text=text, similarity=score, confidence=0.7,
+        recency=1.0, score=score, created_at=datetime(2026, 1, 1, tzinfo=UTC), metadata=meta,
+    )  # fmt: skip
+    return ContextItem(text=text, hit=hit)
+
+
+REPLY_TEXT = "Use PostgreSQL for the orders service, it already runs in production."
+PAIR = f"Which database for orders? → assistant: {REPLY_TEXT}"
+
+
+def test_a_reply_a_recalled_decision_was_drafted_from_is_taken_off_its_question() -> None:
+    pair = _item(MemorySource.TURN, PAIR, 0.9, answered_by=REPLY_TEXT, line_alone="Which database?")
+    turns = NodeContent(node="turns", title="T", tier=Tier.STREAMED, items=(pair,))
+    decision = _item(MemorySource.DECISION, "Use PostgreSQL for the orders service", 0.8)
+    decided = NodeContent(node="decisions", title="D", tier=Tier.STREAMED, items=(decision,))
+    assert untold([turns])[0].items[0].text == PAIR  # no memory tells it: kept
+    assert untold([turns, decided])[0].items[0].text == "Which database?"
+
+
+def test_a_pair_that_does_not_fit_falls_back_to_its_question_alone() -> None:
+    pair = _item(MemorySource.TURN, PAIR, 0.9, answered_by=REPLY_TEXT, line_alone="Which database?")
+    turns = NodeContent(node="turns", title="T", tier=Tier.STREAMED, items=(pair,))
+    counter = EstimatingTokenCounter()
+    budget = counter.count("## T\n\n- Which database?\n") + 1
+    assert counter.count(f"## T\n\n- {PAIR}\n") > budget
+    fitted = assemble([turns], budget=budget, counter=counter)
+    assert fitted.text == "## T\n- Which database?"
