@@ -146,3 +146,27 @@ importlib.import_module({module!r})
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _imported(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("layer", ["heart", "brain"], ids=str)
+def test_memory_layers_do_not_import_the_context_engine(layer: str) -> None:
+    """Heart and Brain store and curate memory; the context engine reads them. An import
+    the other way makes a cycle (the rule extractor once imported context's dates)."""
+    offenders = [
+        f"{path.relative_to(PACKAGE)}: {module}"
+        for path in SOURCES
+        if path.relative_to(PACKAGE).parts[0] == layer
+        for module in _imported(path)
+        if module == "memory_kernel.context" or module.startswith("memory_kernel.context.")
+    ]
+    assert not offenders, offenders

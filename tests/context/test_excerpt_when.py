@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memory_kernel.context.excerpt import ELLIPSIS, excerpt
-from memory_kernel.context.when import day, resolve_relative
+from memory_kernel.dates import day, resolve_relative
 
 LONG = (
     "Started the new job Monday - we're in a short-term rental in Round Rock until closing. "

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime
 
-from memory_kernel.context.when import day
+from memory_kernel.dates import day
 
 __all__ = ["DATE_REACH", "flatten", "stamp", "within_reach"]
 

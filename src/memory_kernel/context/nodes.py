@@ -22,7 +22,7 @@ from memory_kernel.context.provenance import few_extracted, said_at
 from memory_kernel.context.recaller import Recaller
 from memory_kernel.context.replies import ALONE, REPLY, asks
 from memory_kernel.context.retrieval import query_words
-from memory_kernel.context.when import resolve_relative
+from memory_kernel.dates import resolve_relative
 from memory_kernel.models.context import (
     ContextItem,
     ContextRequest,
@@ -43,7 +43,7 @@ def format_hit(hit: MemoryHit) -> str:
     is what someone said on a day, ``[20 May 2023] user: …``, an episode what happened on
     one, ``[20 May 2023] …``; a long one restates its date so that none of its values is
     far from it (``context.dated``). Relative time in a turn or an episode ("yesterday")
-    is followed by the date it meant (``when.py``). A fact is true until replaced: undated,
+    is followed by the date it meant (``dates``). A fact is true until replaced: undated,
     unless a newer recalled fact gives its slot a new value (``context.current``) — or it
     was extracted from a conversation: then it is what was said on a day, and opens with
     that day (``context.provenance``)."""

@@ -27,9 +27,9 @@ from memory_kernel.context.recall import (
     relevant_fill,
 )
 from memory_kernel.context.replaced import replaced_texts
-from memory_kernel.context.replies import Reply, replies
 from memory_kernel.context.stale import demote_replaced
 from memory_kernel.errors import EmbedderError, InvalidVectorError
+from memory_kernel.heart.turns.store import StoredTurn, next_turns
 from memory_kernel.models.context import MemoryHit, MemorySource
 from memory_kernel.runtime import OFF_LOOP_CHARS, Runtime, off_loop
 from memory_kernel.similarity import has_words
@@ -147,12 +147,12 @@ class Recaller:
         total = sum(t.weight for t in terms)
         return [replace(c, lexical=c.lexical / total) for c in found] if total > 0 else found
 
-    async def replies(self, *, agent_id: str, turn_ids: Sequence[Any]) -> dict[Any, Reply]:
+    async def replies(self, *, agent_id: str, turn_ids: Sequence[Any]) -> dict[Any, StoredTurn]:
         """The turn that answered each of ``turn_ids`` (``context.replies``)."""
         if not turn_ids:
             return {}
         async with self._rt.db.connection() as conn:
-            return await replies(conn, agent_id=agent_id, turn_ids=turn_ids)
+            return await next_turns(conn, agent_id=agent_id, turn_ids=turn_ids)
 
     async def term_weights(
         self, source: MemorySource, *, agent_id: str, query: str, min_confidence: float

@@ -11,29 +11,20 @@ its excerpt to every question that asked for it spent the budget of several memo
 (authored dev conversations: 0.977 → 0.932 answers in context with long replies attached,
 0.977 without; LoCoMo dev alike either way, its replies are short).
 
-``asks`` is pure; ``replies`` reads the next turn of each asking turn, in one statement on
-the ``(agent_id, episode_id)`` index: an exchange's message and reply share their time and
-are told apart by ``seq``, a later exchange comes later.
+Pure; the next turn of each asking turn is read in one statement
+(``heart.turns.store.next_turns``).
 """
 
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cache
-from typing import Any
-
-from sqlalchemy import Text, TextClause, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.context.budget import ALONE, SOURCE_OVERLAP
 from memory_kernel.models.context import ContextItem, MemorySource, NodeContent
 from memory_kernel.similarity import word_overlap, words
 
-__all__ = ["ALONE", "REPLY", "Reply", "asks", "replies", "untold"]
+__all__ = ["ALONE", "REPLY", "asks", "untold"]
 
 #: Metadata of an asking turn's hit shown with its reply: the reply's text, and the line
 #: the turn has without it.
@@ -42,12 +33,6 @@ _DISTILLED = frozenset({MemorySource.FACT, MemorySource.DECISION})
 
 # A sentence that ends with a question mark (closing quotes and brackets allowed).
 _QUESTION = re.compile(r"\?[\"')\]]*(?:\s|$)")
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    role: str
-    content: str
 
 
 def asks(shown: str) -> bool:
@@ -85,39 +70,3 @@ def _alone(item: ContextItem, distilled: Sequence[set[str]]) -> ContextItem:
     if any(word_overlap(said, memory) > SOURCE_OVERLAP for memory in distilled):
         return item.model_copy(update={"text": str(hit.metadata[ALONE])})
     return item
-
-
-@cache
-def _statement() -> TextClause:
-    # Written as text: a LATERAL join with a row comparison reads plainly in SQL; the
-    # statement is built once and executed with bound parameters.
-    return text(
-        """
-        SELECT q.id AS asked, r.role, r.content
-        FROM turns AS q
-        CROSS JOIN LATERAL (
-            SELECT n.role, n.content
-            FROM turns AS n
-            WHERE n.agent_id = q.agent_id
-              AND n.episode_id = q.episode_id
-              AND (n.created_at, n.seq) > (q.created_at, q.seq)
-            ORDER BY n.created_at, n.seq
-            LIMIT 1
-        ) AS r
-        WHERE q.agent_id = :agent AND q.id = ANY(:ids) AND q.episode_id IS NOT NULL
-        """
-    ).bindparams(
-        bindparam("agent", type_=Text),
-        bindparam("ids", type_=ARRAY(UUID(as_uuid=True))),
-    )
-
-
-async def replies(
-    conn: AsyncConnection, *, agent_id: str, turn_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, Reply]:
-    """The turn that follows each of ``turn_ids`` in its episode (none for the last)."""
-    if not turn_ids:
-        return {}
-    params: dict[str, Any] = {"agent": agent_id, "ids": list(turn_ids)}
-    rows = (await conn.execute(_statement(), params)).all()
-    return {r.asked: Reply(str(r.role), str(r.content)) for r in rows if str(r.content).strip()}

@@ -36,7 +36,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory_kernel.context.when import resolve_relative
+from memory_kernel.dates import resolve_relative
 from memory_kernel.heart.extraction.rules_keys import is_name, slot_key
 from memory_kernel.heart.extraction.rules_parse import Clause, parse
 from memory_kernel.heart.extraction.rules_text import (

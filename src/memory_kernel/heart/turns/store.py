@@ -1,4 +1,5 @@
-"""The SQL of turns: insert an exchange, read an episode's turns, count an agent's.
+"""The SQL of turns: insert an exchange, read an episode's turns and the turn that follows
+each of some turns, count an agent's.
 
 Functions take a connection, never commit, and always filter by ``agent_id`` (partition
 pruning, invariant 1).
@@ -14,12 +15,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import DateTime, Text, TextClause, bindparam, func, select, text
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.extraction import store as extraction_store
 from memory_kernel.storage.tables import turns
 
-__all__ = ["StoredTurn", "by_episode", "insert"]
+__all__ = ["StoredTurn", "by_episode", "insert", "next_turns"]
 
 _c = turns.c
 _INSERT = turns.insert()
@@ -87,3 +89,44 @@ async def count(conn: AsyncConnection, *, agent_id: str) -> int:
     """How many turns the agent has."""
     stmt = select(func.count()).select_from(turns).where(_c.agent_id == agent_id)
     return int(await conn.scalar(stmt) or 0)
+
+
+@functools.cache
+def _next_statement() -> TextClause:
+    # Written as text: a LATERAL join with a row comparison reads plainly in SQL. An
+    # exchange's message and reply share their time and are told apart by ``seq``.
+    return text(
+        """
+        SELECT q.id AS asked, r.id, r.role, r.content, r.created_at
+        FROM turns AS q
+        CROSS JOIN LATERAL (
+            SELECT n.id, n.role, n.content, n.created_at
+            FROM turns AS n
+            WHERE n.agent_id = q.agent_id
+              AND n.episode_id = q.episode_id
+              AND (n.created_at, n.seq) > (q.created_at, q.seq)
+            ORDER BY n.created_at, n.seq
+            LIMIT 1
+        ) AS r
+        WHERE q.agent_id = :agent AND q.id = ANY(:ids) AND q.episode_id IS NOT NULL
+        """
+    ).bindparams(
+        bindparam("agent", type_=Text),
+        bindparam("ids", type_=ARRAY(UUID(as_uuid=True))),
+    )
+
+
+async def next_turns(
+    conn: AsyncConnection, *, agent_id: str, turn_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, StoredTurn]:
+    """The turn that follows each of ``turn_ids`` in its episode (none for the last, none
+    without words), on the ``(agent_id, episode_id)`` index."""
+    if not turn_ids:
+        return {}
+    params: dict[str, Any] = {"agent": agent_id, "ids": list(turn_ids)}
+    rows = (await conn.execute(_next_statement(), params)).all()
+    return {
+        r.asked: StoredTurn(r.id, r.role, r.content, r.created_at)
+        for r in rows
+        if str(r.content).strip()
+    }

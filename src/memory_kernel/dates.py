@@ -1,4 +1,5 @@
-"""Dates in the context (pure): how a day is written, and relative time made absolute.
+"""Dates as memory shows them (pure): how a day is written, and relative time made absolute
+(the context and the rule extractor use both).
 
 A turn says "yesterday" on the day it was said; read months later, "yesterday" means
 nothing. So when a recalled turn (or episode summary) is shown, it is followed by the dates
