@@ -18,6 +18,7 @@ from memory_kernel import (
     EmbedderMismatchError,
     ExtensionMissingError,
     MemoryKernel,
+    RuleExtractor,
     StorageError,
     ValidationError,
 )
@@ -117,6 +118,25 @@ async def test_unknown_database_gives_a_clear_error(pg_dsn: str) -> None:
 async def test_non_postgres_dsn_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="PostgreSQL"):
         await MemoryKernel.open("mysql://root@localhost/db")
+
+
+@pytest.mark.parametrize(
+    "plugin",
+    [
+        {"extractor": "rules"},
+        {"extractor": RuleExtractor},  # the class, not an instance
+        {"summariser": FakeEmbedder()},  # another kind of plug-in
+        {"judge": object()},
+        {"embedder": "hashing"},
+    ],
+    ids=["extractor-str", "extractor-class", "summariser-embedder", "judge-object", "embedder"],
+)
+async def test_a_wrong_plug_in_is_a_config_error_before_anything_starts(
+    plugin: dict[str, object],
+) -> None:
+    # The DSN would fail too, later: the plug-ins are checked before any connection.
+    with pytest.raises(ConfigError, match=f"{next(iter(plugin))} must be"):
+        await MemoryKernel.open("postgresql://nobody@127.0.0.1:1/none", **plugin)  # type: ignore[arg-type]
 
 
 async def test_missing_pgvector_gives_a_clear_error(pg_dsn: str) -> None:

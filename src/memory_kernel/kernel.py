@@ -15,6 +15,7 @@ from memory_kernel.consolidation import Consolidator, EmbeddingWorker
 from memory_kernel.consolidation.phases import ProgressCallback
 from memory_kernel.context.engine import ContextEngine
 from memory_kernel.embeddings import HashingEmbedder
+from memory_kernel.errors import ConfigError
 from memory_kernel.heart import Heart
 from memory_kernel.heart.episodes.sweeper import EpisodeSweeper
 from memory_kernel.heart.extraction.worker import ExtractionWorker
@@ -291,6 +292,7 @@ async def _open(
     config = config or MemoryKernelConfig()
     embedder = embedder or HashingEmbedder()
     clock = clock or SystemClock()
+    _check_plugins(embedder=embedder, judge=judge, extractor=extractor, summariser=summariser)
     now = CheckedClock(clock).now()  # a broken clock fails here, before any server starts
     database = await Database.open(dsn, config.storage, data_dir=data_dir)
     try:
@@ -315,3 +317,29 @@ async def _open(
     if config.heart.episode_sweep_s > 0:
         kernel._episode_sweeper.start()
     return kernel
+
+
+_PLUGINS: dict[str, type[Any]] = {
+    "embedder": Embedder,
+    "extractor": FactExtractor,
+    "summariser": EpisodeSummariser,
+}
+# A judge may answer admission (``admit``), consolidation (``resolve``) or both through a
+# generic batched call (``complete_json``): any one makes it a judge.
+_JUDGE_CALLS = ("admit", "resolve", "complete_json")
+
+
+def _check_plugins(*, judge: object, **plugins: object) -> None:
+    """A plug-in that is not what its parameter takes (a string, a class instead of an
+    instance, another kind of plug-in) is a ``ConfigError`` at open, not a failure at the
+    first turn, night or episode end that calls it."""
+    for name, plugin in plugins.items():
+        wanted = _PLUGINS[name]
+        if plugin is not None and (isinstance(plugin, type) or not isinstance(plugin, wanted)):
+            raise ConfigError(f"{name} must be a {wanted.__name__} instance, got {plugin!r}")
+    if judge is not None and (
+        isinstance(judge, type) or not any(callable(getattr(judge, c, None)) for c in _JUDGE_CALLS)
+    ):
+        raise ConfigError(
+            f"judge must be a Judge instance (with one of {', '.join(_JUDGE_CALLS)}), got {judge!r}"
+        )
