@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Reply", "Request", "Server", "json_reply", "serve"]
+__all__ = ["Reply", "Request", "Server", "chat_reply", "json_reply", "serve"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,13 @@ class Reply:
 
 def json_reply(payload: object, status: int = 200) -> Reply:
     return Reply(status=status, body=json.dumps(payload).encode())
+
+
+def chat_reply(content: str) -> Reply:
+    """A ``/chat/completions`` answer whose one choice says ``content``."""
+    return json_reply(
+        {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+    )
 
 
 @dataclass

@@ -148,9 +148,14 @@ class OpenAICompatibleHTTP:
 
 
 class HTTPBacked:
-    """Closing and ``async with`` for the classes built on :class:`OpenAICompatibleHTTP`."""
+    """Closing, ``async with`` and a ``repr`` that never shows the API key, for the classes
+    built on :class:`OpenAICompatibleHTTP` (each sets ``_http`` and ``_model``)."""
 
     _http: OpenAICompatibleHTTP
+    _model: str
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(url={self._http.url!r}, model={self._model!r})"
 
     async def aclose(self) -> None:
         """Release the HTTP connections."""

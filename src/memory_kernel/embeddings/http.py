@@ -93,10 +93,6 @@ class OpenAICompatibleEmbedder(HTTPBacked):
         ]
         return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
-    def __repr__(self) -> str:
-        # Never show the API key.
-        return f"OpenAICompatibleEmbedder(url={self._url!r}, model={self._model!r})"
-
     async def _embed_batch(self, batch: Sequence[str]) -> FloatMatrix:
         payload = {"model": self._model, "input": list(batch)}
         body = await self._http.post(payload, label=f"embedder {self.name!r}")

@@ -134,10 +134,6 @@ class ChatJudge(HTTPBacked):
 
         return list(await asyncio.gather(*(one(p) for p in prompts)))
 
-    def __repr__(self) -> str:
-        # Never show the API key.
-        return f"ChatJudge(url={self._url!r}, model={self._model!r})"
-
     async def _chat(self, system: str, prompt: str) -> bytes:
         payload: dict[str, Any] = {
             "model": self._model,

@@ -21,16 +21,10 @@ from memory_kernel.models.turns import TurnInput, TurnOutcome
 from memory_kernel.protocols import EpisodeSummariser
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.conftest import schema_config
-from tests.httpserver import Reply, Request, Server, json_reply, serve
+from tests.httpserver import Reply, Request, Server, chat_reply, json_reply, serve
 
 AGENT = "agent-s"
 SUMMARY = "The user's book club now meets on Thursday evenings at the Kentish Town library."
-
-
-def _completion(content: str) -> Reply:
-    return json_reply(
-        {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
-    )
 
 
 class Model:
@@ -41,10 +35,10 @@ class Model:
 
     def __call__(self, request: Request) -> Reply:
         answers = {
-            "good": _completion(f"  {SUMMARY}\n"),
-            "long": _completion("The user plans " + "a very long trip " * 60),
-            "blank": _completion("   \n "),
-            "nul": _completion("The user\x00 said this."),
+            "good": chat_reply(f"  {SUMMARY}\n"),
+            "long": chat_reply("The user plans " + "a very long trip " * 60),
+            "blank": chat_reply("   \n "),
+            "nul": chat_reply("The user\x00 said this."),
             "malformed": json_reply({"nothing": "here"}),
             "error": Reply(500, b"oops"),
             "slow": Reply(body=json.dumps({"choices": []}).encode(), delay_s=3.0),

@@ -23,16 +23,10 @@ from memory_kernel.protocols import FactExtractor
 from memory_kernel.storage.tables import facts, turns
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.heart.extraction.conftest import queue_config, queue_rows
-from tests.httpserver import Reply, Request, Server, json_reply, serve
+from tests.httpserver import Reply, Request, Server, chat_reply, serve
 
 AGENT = "agent-c"
 _SLOT = re.compile(r"\bmy ([a-z][a-z ]{0,40}?) is ([^.,;!?\n]+)", re.IGNORECASE)
-
-
-def _completion(content: str) -> Reply:
-    return json_reply(
-        {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
-    )
 
 
 def _model_answer(request: Request) -> dict[str, Any]:
@@ -62,19 +56,19 @@ class Model:
 
     def __call__(self, request: Request) -> Reply:
         if self.mode == "good":
-            return _completion(json.dumps(_model_answer(request)))
+            return chat_reply(json.dumps(_model_answer(request)))
         if self.mode == "fenced":
-            return _completion("```json\n" + json.dumps(_model_answer(request)) + "\n```")
+            return chat_reply("```json\n" + json.dumps(_model_answer(request)) + "\n```")
         if self.mode == "error":
             return Reply(500, b"oops")
         if self.mode == "prose":
-            return _completion("The user lives in Paris, I think.")
+            return chat_reply("The user lives in Paris, I think.")
         if self.mode == "wrong-turn":
-            return _completion(json.dumps({"facts": [{"turn": 99, "content": "x"}]}))
+            return chat_reply(json.dumps({"facts": [{"turn": 99, "content": "x"}]}))
         if self.mode == "one-bad-fact":
             answer = _model_answer(request)
             answer["facts"].append({"turn": 0, "content": "", "subject": None, "confidence": 2})
-            return _completion(json.dumps(answer))
+            return chat_reply(json.dumps(answer))
         return Reply(404, b"unknown mode")
 
 

@@ -70,10 +70,6 @@ class ChatSummariser(HTTPBacked):
     def name(self) -> str:
         return f"chat:{self._model}"
 
-    def __repr__(self) -> str:
-        # Never show the API key.
-        return f"ChatSummariser(url={self._http.url!r}, model={self._model!r})"
-
     async def summarise(self, turns: Sequence[ExtractionTurn], *, max_chars: int) -> str:
         payload: dict[str, Any] = {
             "model": self._model,

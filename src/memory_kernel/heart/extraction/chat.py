@@ -137,10 +137,6 @@ class ChatExtractor(HTTPBacked):
     def name(self) -> str:
         return f"chat:{self._model}"
 
-    def __repr__(self) -> str:
-        # Never show the API key.
-        return f"ChatExtractor(url={self._http.url!r}, model={self._model!r})"
-
     async def extract(self, turns: Sequence[ExtractionTurn]) -> list[list[ExtractedFact]]:
         if not turns:
             return []
