@@ -27,12 +27,15 @@ the rules they had: undated, and a turn sharing most of their words is their sou
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TypeVar
 
 from memory_kernel.models.context import MemoryHit, MemorySource
 
 __all__ = ["few_extracted", "said_at", "source_turn"]
+
+T = TypeVar("T")
 
 
 def source_turn(hit: MemoryHit) -> uuid.UUID | None:
@@ -40,24 +43,24 @@ def source_turn(hit: MemoryHit) -> uuid.UUID | None:
     metadata names no readable turn)."""
     if hit.source is not MemorySource.FACT:
         return None
-    raw = hit.metadata.get("turn_id")
-    if not isinstance(raw, str):
-        return None
-    try:
-        return uuid.UUID(raw)
-    except ValueError:
-        return None
+    return _read(hit, "turn_id", uuid.UUID)
 
 
 def said_at(hit: MemoryHit) -> datetime | None:
     """When the turn a recalled fact was extracted from was said (``None``: unknown)."""
     if source_turn(hit) is None:
         return None
-    raw = hit.metadata.get("said_at")
+    return _read(hit, "said_at", datetime.fromisoformat)
+
+
+def _read(hit: MemoryHit, key: str, parse: Callable[[str], T]) -> T | None:
+    """``parse`` of the metadata string at ``key``; ``None`` when absent or unreadable
+    (metadata is the host's as well as the extractor's: anything may be there)."""
+    raw = hit.metadata.get(key)
     if not isinstance(raw, str):
         return None
     try:
-        return datetime.fromisoformat(raw)
+        return parse(raw)
     except ValueError:
         return None
 

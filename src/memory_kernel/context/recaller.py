@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel import similarity
 from memory_kernel.context import retrieval
 from memory_kernel.context.current import resolve_current
 from memory_kernel.context.recall import (
@@ -291,10 +292,7 @@ class Recaller:
         """Two current values of one slot: the newer fact wins (``context.current``)."""
 
         def cosine(va: Vector | None, vb: Vector | None) -> float:
-            if va is None or vb is None:
-                return 0.0
-            norm = float(np.linalg.norm(va)) * float(np.linalg.norm(vb))
-            return float(np.dot(va, vb)) / norm if norm > 0.0 else 0.0
+            return 0.0 if va is None or vb is None else similarity.cosine(va, vb)
 
         facts = [h for h in hits if h.source is MemorySource.FACT]
         if len(facts) < 2:  # no slot can have two values: no judge to build (hot path)

@@ -83,7 +83,6 @@ class ChatSummariser(HTTPBacked):
         text = chat_content(body)
         if text is None:
             raise SummariserError(f"summariser {self.name!r}: malformed completion")
-        summary = " ".join(text.split())
-        if not summary:
+        if not text.strip():
             raise SummariserError(f"summariser {self.name!r}: an empty summary")
-        return summary
+        return text.strip()  # the kernel collapses whitespace and cuts it to its length

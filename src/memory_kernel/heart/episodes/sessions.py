@@ -31,6 +31,7 @@ from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind
 from memory_kernel.models.episodes import MAX_TEXT_BYTES, Episode, EpisodeEnd
 from memory_kernel.models.extraction import ExtractionTurn
 from memory_kernel.runtime import Runtime
+from memory_kernel.similarity import collapsed_head
 from memory_kernel.storage.events import Event
 from memory_kernel.validation import check_agent_id, check_text
 
@@ -156,7 +157,7 @@ def _as_turn(episode: Episode, turn: StoredTurn) -> ExtractionTurn:
 
 def _cut(text: str, limit: int) -> str:
     """``text`` at most ``limit`` characters: cut at a word boundary, marked with "…"."""
-    text = " ".join(text.split())
+    text = collapsed_head(text, limit)
     if len(text) <= limit:
         return text
     head = text[: limit - 1]
