@@ -14,7 +14,7 @@ from memory_kernel import MemoryKernel
 from memory_kernel.errors import ConfigError
 from memory_kernel.heart.facts.admission import AdmissionReason, admission_scorer, admit_fact
 from memory_kernel.heart.facts.admission_features import ADMISSION_FEATURES
-from memory_kernel.heart.facts.pairs import PAIR_FEATURES
+from memory_kernel.heart.facts.pairs import FRAME_FEATURES, PAIR_FEATURES
 from memory_kernel.heart.facts.recency import newest_first
 from memory_kernel.heart.facts.scorer import fit, load_scorer
 from memory_kernel.heart.facts.scorers import load_scorers
@@ -34,6 +34,30 @@ def test_fit_is_deterministic_and_separates_the_classes() -> None:
     first, second = fit("t", NAMES, x, y), fit("t", NAMES, x, y)
     assert first == second
     assert first.probability([1.0, 0.0]) > 0.8 > 0.2 > first.probability([0.0, 1.0])
+
+
+def test_best_probability_bounds_every_value_of_the_unknown_features() -> None:
+    """The duplicate scorer's bound lets a learn skip the alignment of a pair that could not
+    merge: it must never be below what some frame feature values in [0, 1] give."""
+    scorer = load_scorers(None).duplicate
+    rng = np.random.default_rng(0)
+    unknown = FRAME_FEATURES
+    for _ in range(200):
+        known = {name: float(rng.random()) for name in scorer.features}
+        best = scorer.best_probability(known, unknown)
+        for _ in range(20):
+            x = dict(known) | {name: float(rng.random()) for name in unknown}
+            assert scorer.probability([x[n] for n in scorer.features]) <= best + 1e-12
+        corner = dict(known) | {
+            n: 1.0 if w > 0 else 0.0
+            for n, w in zip(scorer.features, scorer.weights, strict=True)
+            if n in unknown
+        }
+        assert scorer.probability([corner[n] for n in scorer.features]) == pytest.approx(best)
+    # With nothing unknown it is the probability itself.
+    assert scorer.best_probability(known, ()) == pytest.approx(
+        scorer.probability([known[n] for n in scorer.features])
+    )
 
 
 def test_fit_without_both_classes_learns_nothing() -> None:

@@ -13,8 +13,8 @@ from memory_kernel.heart.facts.normalise import stem
 from memory_kernel.heart.facts.slots import GENERIC, Statement, stem_is_verb
 
 __all__ = [
-    "PAIR_FEATURES", "content_overlap", "covered", "pair_features", "topic_anchor",
-    "typed_value_changed",
+    "FRAME_FEATURES", "PAIR_FEATURES", "content_overlap", "covered", "frame_features",
+    "pair_features", "text_features", "topic_anchor", "typed_value_changed",
 ]  # fmt: skip
 
 PAIR_FEATURES = (
@@ -122,6 +122,10 @@ def _identifier_mismatch(old: Statement, new: Statement) -> float:
     return 0.5 if gone or came else 0.0
 
 
+#: The features read from the alignment of the two statements, each between 0 and 1.
+FRAME_FEATURES = ("frame_shared", "frame_entity", "frame_other", "frame_value")
+
+
 def pair_features(
     old: Statement,
     new: Statement,
@@ -132,6 +136,26 @@ def pair_features(
 ) -> dict[str, float]:
     """Every pair feature by name (:data:`PAIR_FEATURES`); a scorer picks the ones it was
     trained on."""
+    return text_features(old, new, cosine, anchor=anchor) | frame_features(
+        diff or compare(old, new)
+    )
+
+
+def frame_features(diff: FrameDiff) -> dict[str, float]:
+    """The :data:`FRAME_FEATURES` of an alignment."""
+    return {
+        "frame_shared": diff.shared,
+        "frame_entity": float(min(diff.entity, 2)) / 2,
+        "frame_other": float(min(diff.other, 3)) / 3,
+        "frame_value": float(min(diff.value, 2)) / 2,
+    }
+
+
+def text_features(
+    old: Statement, new: Statement, cosine: float, *, anchor: int | None = None
+) -> dict[str, float]:
+    """The pair features but the :data:`FRAME_FEATURES`: what the two statements' slot
+    views tell without aligning them."""
     # Each word of a side matched against the other side once; every share below reads it.
     in_new = {w: _match(w, new.content, new.affixes) for w in old.content}
     in_old = {w: _match(w, old.content, old.affixes) for w in new.content}
@@ -147,7 +171,6 @@ def pair_features(
     holder_swap = unmatched(old.holder, in_new) > 0 and unmatched(new.holder, in_old) > 0
     names_gone, names_came = old.names - new.names, new.names - old.names
     times_gone, times_came = old.time_words - new.time_words, new.time_words - old.time_words
-    diff = diff or compare(old, new)
     topical = sum(in_new[w] for w in old.content if w not in _GENERIC and w != "i")
     topical += len(old.names & new.names) + len(old.identifiers & new.identifiers)
     topical += typed_value_changed(old, new)
@@ -168,10 +191,6 @@ def pair_features(
         "change_new": float(new.change),
         "time_swap": float(bool(times_gone) and bool(times_came)),
         "personal_both": float(old.personal and new.personal),
-        "frame_shared": diff.shared,
-        "frame_entity": float(min(diff.entity, 2)) / 2,
-        "frame_other": float(min(diff.other, 3)) / 3,
-        "frame_value": float(min(diff.value, 2)) / 2,
         "topic_shared": min(topical, 4) / 4,
         "topic_anchor": min(topic_anchor(old, new) if anchor is None else anchor, 3) / 3,
     }

@@ -25,9 +25,12 @@ from typing import TYPE_CHECKING
 from memory_kernel.heart.facts.frames import FrameDiff, abbreviates, compare, may_be_parallel
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
 from memory_kernel.heart.facts.pairs import (
+    FRAME_FEATURES,
     PAIR_FEATURES,
     content_overlap,
+    frame_features,
     pair_features,
+    text_features,
     topic_anchor,
 )
 from memory_kernel.heart.facts.polarity import flip_reason
@@ -261,8 +264,13 @@ def classify_pair(
             if framed is not None
             else verdict(PairRelation.UNRELATED, "different content")
         )
-    diff = diff or compare(s_old, s_new)
-    features = pair_features(s_old, s_new, similarity, diff, anchor=tied)
+    features = text_features(s_old, s_new, similarity, anchor=tied)
+    if diff is None and not (scored and tied >= 2):
+        # Only a merge can follow: the alignment is needed only if it could make one.
+        best = t.duplicate_scorer.best_probability(features, FRAME_FEATURES)
+        if best < t.duplicate_scorer.threshold("merge"):
+            return verdict(PairRelation.UNRELATED, "different content")
+    features |= frame_features(diff or compare(s_old, s_new))
     p_update = _scored(t.update_scorer, features) if scored else 0.0
     if maybe_same:
         p_same = _scored(t.duplicate_scorer, features)

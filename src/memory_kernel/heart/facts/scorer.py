@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -46,6 +46,18 @@ class LinearScorer:
         z = self.bias
         for value, mean, scale, weight in zip(x, self.mean, self.scale, self.weights, strict=True):
             z += weight * (value - mean) / scale
+        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+
+    def best_probability(self, known: Mapping[str, float], unknown: Collection[str]) -> float:
+        """The highest probability the ``known`` feature values can have, whatever values
+        between 0 and 1 the ``unknown`` features take: below a threshold, computing those
+        cannot make the decision."""
+        z = self.bias
+        for name, mean, scale, weight in zip(
+            self.features, self.mean, self.scale, self.weights, strict=True
+        ):
+            best = (1.0 if weight > 0 else 0.0) if name in unknown else known[name]
+            z += weight * (best - mean) / scale
         return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
 
     def threshold(self, name: str) -> float:

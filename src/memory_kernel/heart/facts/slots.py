@@ -203,7 +203,8 @@ def _raw_tokens(text: str) -> list[str]:
 
 def _typed_value(token: str, lower: str, nxt: str) -> tuple[str, str] | None:
     """``(type, value)`` of a token that is a value, with the next word as its unit."""
-    ampm = _AMPM.match(lower)
+    plain = lower.isalpha()  # times, amounts and measures all have a digit
+    ampm = None if plain else _AMPM.match(lower)
     if ampm:
         hours, minutes, half = ampm.groups()
         hour = int(hours) % 12 + (12 if half == "p" else 0)
@@ -212,13 +213,13 @@ def _typed_value(token: str, lower: str, nxt: str) -> tuple[str, str] | None:
         return "day", lower.rstrip("s")
     if lower in _MONTHS:
         return "date", lower
-    money = _MONEY.match(lower)
+    money = None if plain else _MONEY.match(lower)
     if money and (money.group(1) or money.group(3)):
         currency, number, scale = money.groups()
         amount = float(number.replace(",", "")) * _SCALE.get(scale or "", 1.0)
         shown = str(int(amount)) if amount.is_integer() else str(amount)
         return ("money" if currency else "number"), f"{currency or ''}{shown}"
-    unit = _UNIT_SUFFIX.match(lower)
+    unit = None if plain else _UNIT_SUFFIX.match(lower)
     if unit:
         return "measure", f"{unit.group(1).replace(',', '')}{unit.group(2)}"
     value = value_of(lower)
@@ -268,10 +269,10 @@ GENERIC = frozenset(_GENERIC_TEXT.split())
 def abbreviation_like(token: str) -> bool:
     """Short capitals ("SF", "PRs") or a numeronym / letter-digit code ("k8s", "S3")."""
     body = token[:-1] if token.endswith("s") else token
+    if token.isalpha():
+        return 2 <= len(body) <= 5 and body.isupper()
     # A numeronym ("k8s": its last letter may be an "s"), perhaps pluralised, or a code.
-    if re.fullmatch(r"[a-z]\d+[a-z]s?", token) or re.fullmatch(r"[A-Z]\d", body):
-        return True
-    return 2 <= len(body) <= 5 and body.isalpha() and body.isupper()
+    return bool(re.fullmatch(r"[a-z]\d+[a-z]s?", token) or re.fullmatch(r"[A-Z]\d", body))
 
 
 def stem_is_verb(word_stem: str) -> bool:

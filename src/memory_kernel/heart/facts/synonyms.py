@@ -58,10 +58,13 @@ def lemmas(word: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@lru_cache(maxsize=16_384)
+def _senses(word: str) -> frozenset[int]:
+    """The synsets of every base form ``word`` may be an inflection of."""
+    groups = _table()[0]
+    return frozenset(g for lemma in lemmas(word) for g in groups[lemma])
+
+
 def synonymous(a: str, b: str) -> bool:
     """Two different words (lowercase) with a common sense in one synset."""
-    if a == b:
-        return False
-    groups = _table()[0]
-    mine = {g for lemma in lemmas(a) for g in groups[lemma]}
-    return any(not mine.isdisjoint(groups[lemma]) for lemma in lemmas(b))
+    return a != b and not _senses(a).isdisjoint(_senses(b))
