@@ -33,13 +33,16 @@ QUERY_FEATURES = (
     "q_cos_old", "q_cos_new", "q_state",
 )  # fmt: skip
 #: The pair features the read scorer weighs: how close and how tied the two are, whether a
-#: typed value changed or a change is announced, and what sets them apart (another name,
-#: another holder or attribute in a shared frame). Fewer than the write-time scorer's: the
-#: read scorer learns from about sixty updates, and with every pair feature it learned the
-#: rows (cross-validated recall far below the development figure). The moods (question,
-#: list item, goal) are left to the rules, which decide those pairs before it.
+#: typed value changed or the newer one announces a change (``announced_new``: the
+#: constructions of ``change.announces_change``, not the slot view's looser bag of change
+#: words, which fires on look-alikes: "The new laptop has a 1 TB SSD"), and what sets them
+#: apart (another name, another holder or attribute in a shared frame). Fewer than the
+#: write-time scorer's: the read scorer learns from about sixty updates, and with every pair
+#: feature it learned the rows (cross-validated recall far below the development figure).
+#: The moods (question, list item, goal) are left to the rules, which decide those pairs
+#: before it.
 READ_PAIR_FEATURES = (
-    "cosine", "cover_old", "cover_new", "holder_cover", "value_changed", "change_new",
+    "cosine", "cover_old", "cover_new", "holder_cover", "value_changed", "announced_new",
     "name_swap", "frame_entity", "frame_other", "topic_shared", "topic_anchor",
 )  # fmt: skip
 #: The read scorer's features: the pair's, then the query's.

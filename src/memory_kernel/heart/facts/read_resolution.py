@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from memory_kernel.heart.facts.change import announces_change
 from memory_kernel.heart.facts.frames import compare
 from memory_kernel.heart.facts.normalise import TextFeatures, features
 from memory_kernel.heart.facts.pairs import pair_features, topic_anchor
@@ -61,6 +62,7 @@ def read_features(
 ) -> dict[str, float]:
     """Every feature of the read scorer by name."""
     features = pair_features(old, new, similarity, compare(old, new))
+    features["announced_new"] = float(announces_change(new.text))
     features.update(
         query_features(
             ctx.query, old, new, ctx.cosines.get(old.text, 0.0), ctx.cosines.get(new.text, 0.0)

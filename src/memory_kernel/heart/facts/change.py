@@ -1,0 +1,59 @@
+"""Pure test of whether a statement announces that a value changed, by the constructions
+English announces a change with (not by a bag of words).
+
+The read scorer (``read_resolution``) weighs whether the newer of two recalled facts
+announces a change. The slot view's ``Statement.change`` is a loose bag of words that the
+write-time frame rules need ("new", "up", "from", "since", "finally"...): it fires on about
+one look-alike in six that is *not* an update ("The new laptop has a 1 TB SSD", "The job
+retries up to 3 times"). Here a change is one of five constructions, each a closed class:
+
+- a verb of changing a value with its target or source: "switched to Neovim", "moved the
+  frontend monorepo to pnpm", "pushed to 10:00", "revised the due date to January 27",
+  "handed to Priyanka's team", "cut ... to 60 minutes" (the verb, then "to", "into",
+  "over" or "from" within a few words);
+- an adverb of the present against the past: "now", "again", "anymore", "no longer",
+  "lately", "these days", "nowadays", "from now on", "as of", "instead", "currently";
+  a count or level moving: "we're up to 14", "down to four", "makes it number 24",
+  "made it to React 18.3";
+- arriving at a new level: "crossed 2,000", "hit six months", "reached 10k";
+- a habit that holds up to now: "I've been loving the Hoka Clifton", "been into";
+- the old value given up: "retired my Ghosts", "dropped keto", "parted ways with Linda".
+
+A literal "go to" ("Ava goes to Lincoln Elementary") is no change: going is not among the
+verbs of changing a value. A cap ("retries up to 3 times") is none either: "up to" counts
+only after a form of "be" or "go" ("we're up to 14", "went up to 250").
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["announces_change"]
+
+_NUMBER = r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|a hundred|a thousand)"
+_CONSTRUCTIONS = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        # A verb of changing a value, then its target or source within four words.
+        r"\b(?:switch|mov|chang|bump|push|revis|hand|shift|migrat|upgrad|downgrad|reschedul"
+        r"|replac|swapp?|transferr?|convert|rais|lower|cut|increas|decreas|adjust|defer"
+        r"|extend|stretch|reduc|dropp?)\w*\b(?:\W+[\w'-]+){0,4}?\W+(?:to|into|over|from)\b",
+        # The present against the past.
+        r"\b(?:now|again|anymore|any more|no longer|lately|these days|nowadays|from now on"
+        r"|as of|instead|currently|makes? (?:it|that)|made it to)\b",
+        r"\b(?:is|are|was|were|'re|'s|am|'m|went|gone|goes|go|just)\s+(?:up|down)\s+to\b",
+        # Arriving at a new level.
+        r"\b(?:crossed|crossing|hits?|hitting|reached|reaching|passed|passing|topped)\b"
+        rf"(?:\W+[\w'-]+){{0,2}}?\W+{_NUMBER}\b",
+        # A habit that holds up to now.
+        r"\b(?:i've|we've|i have|we have|has|have|'ve)\s+been\s+(?:\w+ing|into)\b",
+        # The old value given up.
+        r"\b(?:retired|ditched|quit|cancell?ed|gave up|parted ways|stopped|dropped)\b",
+    )
+)
+
+
+def announces_change(text: str) -> bool:
+    """``text`` says that something now holds a value other than before (see the module
+    docstring for the constructions)."""
+    return any(pattern.search(text) for pattern in _CONSTRUCTIONS)
