@@ -47,8 +47,8 @@ __all__ = ["ALONE", "FOLLOW_UP", "REPLY", "answers", "asks", "untold"]
 
 #: How many turns may follow a recalled one on its line: a question about it, its answer.
 FOLLOW_UP = 2
-#: Metadata of an asking turn's hit shown with its reply: the reply's text, and the line
-#: the turn has without it.
+#: Metadata of a recalled turn's hit shown with the turns after it: their text, and the
+#: line the turn has without them.
 REPLY = "answered_by"
 _DISTILLED = frozenset({MemorySource.FACT, MemorySource.DECISION})
 
@@ -65,8 +65,9 @@ def answers(
     shown: str, following: Sequence[StoredTurn], *, max_chars: int, whole: bool = True
 ) -> list[StoredTurn]:
     """What a recalled turn is shown with (the module docstring): the reply to a turn whose
-    ``shown`` part asks; a question the next turn asks about it, with that question's
-    answer; nothing when those turns are longer than ``max_chars``."""
+    ``shown`` part asks; for a turn shown ``whole``, a question the next turn asks about
+    it, with that question's answer; nothing when those turns together are longer than
+    ``max_chars``."""
     if asks(shown):
         chain = list(following[:1])
     elif whole and len(following) >= FOLLOW_UP and asks(following[0].content):
