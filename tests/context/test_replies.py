@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from memory_kernel import MemoryKernel
 from memory_kernel.context.budget import assemble
-from memory_kernel.context.replies import asks, untold
+from memory_kernel.context.replies import answers, asks, untold
 from memory_kernel.context.tokens import EstimatingTokenCounter
+from memory_kernel.heart.turns.store import StoredTurn
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 from memory_kernel.models.turns import TurnInput, TurnOutcome
 from memory_kernel.testing import FrozenClock
@@ -74,6 +75,55 @@ async def test_a_long_answer_is_not_attached(kernel: MemoryKernel, clock: Frozen
     )
     question = [line for line in asked.text.splitlines() if "What should I grow" in line]
     assert question and "→" not in question[0]
+
+
+def _said(role: str, content: str) -> StoredTurn:
+    return StoredTurn(uuid.uuid4(), role, content, datetime(2026, 1, 1, tzinfo=UTC))
+
+
+ASKED = _said("user", "Wow! How did they react when they saw it?")
+TOLD = _said("assistant", "They were awestruck and humbled.")
+
+
+def test_a_turn_followed_by_a_question_about_it_is_shown_with_its_answer() -> None:
+    memorial = "We visited a military memorial with the kids last week."
+    assert answers(memorial, [ASKED, TOLD], max_chars=400) == [ASKED, TOLD]
+    # An asking turn gets its reply only; a statement followed by a statement, nothing.
+    assert answers("Did you go?", [TOLD, ASKED], max_chars=400) == [TOLD]
+    assert answers(memorial, [TOLD, ASKED], max_chars=400) == []
+    assert answers(memorial, [ASKED], max_chars=400) == []  # the question got no answer
+    # A longer exchange is a document of its own; an excerpt of a long turn is not a chat.
+    assert answers(memorial, [ASKED, TOLD], max_chars=60) == []
+    assert answers(memorial, [ASKED, TOLD], max_chars=400, whole=False) == []
+
+
+async def test_a_recalled_turn_is_shown_with_the_answer_to_the_question_it_raised(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    agent = "follow-up-agent"
+    await _exchange(
+        kernel, agent, "s1",
+        "Last week we took the kids to the military memorial downtown.",
+        "That's moving! How did they react when they saw it?",
+    )  # fmt: skip
+    # The answer shares no word with the question below: only the follow-up brings it.
+    await _exchange(kernel, agent, "s1", "Awestruck and humbled, all three.", "Lovely.")
+    await kernel.end_session(agent, "s1")
+    clock.advance(timedelta(days=1))
+    asked = await kernel.pre_turn(
+        TurnInput(
+            agent_id=agent,
+            session_id="s2",
+            message="How did the kids feel at the military memorial?",
+            signals={"token_budget": 1000},
+        )
+    )
+    lines = [line for line in asked.text.splitlines() if "] user: Last week we took" in line]
+    assert lines, asked.text
+    assert (
+        "downtown. → assistant: That's moving! How did they react when they saw it? "
+        "→ user: Awestruck and humbled, all three." in lines[0]
+    ), lines[0]
 
 
 def _item(source: MemorySource, text: str, score: float, **meta: str) -> ContextItem:

@@ -228,6 +228,15 @@ def test_containment_is_on_whole_normalised_words() -> None:
     assert not ctx.contains("toast was")
 
 
+def test_a_day_is_found_written_in_either_order() -> None:
+    ctx = ContextText("[3 July 2023] Maria: my car was hit yesterday (yesterday: 2 July 2023)")
+    assert ctx.contains("July 2, 2023") and ctx.contains("2nd of July 2023")
+    assert ContextText("We met on February 24th, 2023.").contains("24 February 2023")
+    assert not ctx.contains("July 4, 2023")  # another day
+    assert not ContextText("on 12 July 2023").contains("July 2, 2023")  # whole words
+    assert not ContextText("July 2023").contains("July 2, 2023")
+
+
 def test_an_answer_is_found_in_the_plural_too() -> None:
     ctx = ContextText("Book club is now on Thursdays; two dogs and three boxes, one dog.")
     assert ctx.contains("Thursday") and ctx.contains("box") and ctx.contains("thursdays")

@@ -9,7 +9,8 @@ Claim order (who gets tokens first):
    first across all memory sections, while they fit; an item that does not fit is
    dropped whole, never cut; an item that repeats a kept one nearly word for word (the
    same memory as a fact and as an episode, a decision and the reply it was drafted
-   from) is left out and costs nothing;
+   from; ``context.repeats``) is left out and costs nothing — but a turn that repeats
+   only summaries is shown as what they left out of it, if anything (``context.rest``);
 4. ``SYSTEM`` — persona / host nodes fill what is left; the item that no longer fits is
    truncated at a word boundary (the seed's ``truncate(system, max_tokens=budget)``).
 
@@ -32,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memory_kernel.context.provenance import source_turn
+from memory_kernel.context.repeats import Kept, Rest, kind, made_from_turns, read, repeats
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 from memory_kernel.protocols import TokenCounter
 from memory_kernel.similarity import word_overlap, words
@@ -160,6 +161,7 @@ def assemble(
     counter: TokenCounter,
     duplicate_overlap: float = DUPLICATE_OVERLAP,
     source_overlap: float = SOURCE_OVERLAP,
+    rest: Rest | None = None,
 ) -> Assembly:
     """Fit ``sections`` (each in its tier, items best first) into ``budget`` tokens.
 
@@ -178,41 +180,30 @@ def assemble(
         for item in section.items:
             if not packer.take(section, item, droppable=False):
                 packer.dropped += 1
-    _stream(packer, by_tier[Tier.STREAMED], duplicate_overlap, source_overlap)
+    _stream(packer, by_tier[Tier.STREAMED], duplicate_overlap, source_overlap, rest)
     for section in by_tier[Tier.SYSTEM]:
         _fill(packer, section)
     return _finish(packer, sections, budget, counter)
 
 
-@dataclass(slots=True)
-class _Kept:
-    """A kept streamed item as the repeat rules read it."""
-
-    node: str
-    item: ContextItem
-    said: set[str]
-    kind: str
-    outcome: str | None
-    source: uuid.UUID | None  # an extracted fact's source turn
-
-
 def _stream(
-    packer: _Packer, sections: Sequence[NodeContent], duplicate: float, source: float
+    packer: _Packer,
+    sections: Sequence[NodeContent],
+    duplicate: float,
+    source: float,
+    rest: Rest | None = None,
 ) -> None:
     """Streamed items, best first: each is left out when it repeats a kept one, else taken
     while it fits. An extracted fact (``context.provenance``) is one clause of something
     said: a dated line that tells it — its own source turn shown whole, or any turn or
     episode showing its words — is kept instead of it whichever comes first (the fact is
     given back when the line fits in its place), so a fact never evicts its source."""
-    seen: list[_Kept] = []
+    seen: list[Kept] = []
     whole: set[uuid.UUID] = set()  # turns kept and shown whole
     for section, item in _by_score(sections):
-        # What the memory says, not how its line is decorated (date, role, status).
-        said = words(item.text if item.hit is None else item.hit.text)
-        kind, outcome = _kind(item), _outcome(item)
-        origin = None if item.hit is None else source_turn(item.hit)
-        if origin is not None and (
-            origin in whole or any(_tells(k.item, said, source) for k in seen)
+        new = read(section.node, item)
+        if new.source is not None and (
+            new.source in whole or any(_tells(k.item, new.said, source) for k in seen)
         ):
             packer.duplicates += 1  # its source turn is shown whole, or a line telling it
             continue
@@ -221,15 +212,19 @@ def _stream(
         # turn shown whole, or a turn or episode whose line shows the fact's words. The
         # facts of a turn shown as an excerpt stay beside it (the excerpt may lack them).
         told = [k for k in seen if k.source is not None and _tells(item, k.said, source)]
-        if any(
-            k not in own
-            and k not in told
-            and k.outcome == outcome
-            and word_overlap(said, k.said) > _bar(kind, k.kind, duplicate, source, origin, k.source)
-            for k in seen
-        ):
-            packer.duplicates += 1  # a fact that repeats an episode, a reply its decision…
-            continue
+        others = [k for k in seen if k not in own and k not in told]
+        repeated = [k for k in others if repeats(new, k, duplicate=duplicate, source=source)]
+        if repeated:
+            # A turn that only repeats summaries is shown as what they left out of it, in
+            # its place by score (context.rest).
+            shown = _rest(rest, new, repeated)
+            if shown is None or any(
+                repeats(read(section.node, shown), k, duplicate=duplicate, source=source)
+                for k in others
+            ):
+                packer.duplicates += 1  # a fact that repeats an episode, a reply its decision…
+                continue
+            item, new = shown, read(section.node, shown)
         yields = [*told, *(k for k in own if k not in told and _shows_whole(item))]
         if yields and _fits_instead(packer, section, item, yields):
             for k in yields:
@@ -244,16 +239,24 @@ def _stream(
             # A question shown with its reply (context.replies): the question alone, then.
             item = item.model_copy(update={"text": str(item.hit.metadata[ALONE])})
         if packer.take(section, item, droppable=True):
-            seen.append(_Kept(section.node, item, said, kind, outcome, origin))
-            if kind == "turn" and item.hit is not None and _shows_whole(item):
+            seen.append(new)
+            if new.kind == "turn" and item.hit is not None and _shows_whole(item):
                 whole.add(item.hit.id)
         else:
             packer.dropped += 1
 
 
-def _own_facts(item: ContextItem, seen: Sequence[_Kept]) -> list[_Kept]:
+def _rest(rest: Rest | None, new: Kept, repeated: Sequence[Kept]) -> ContextItem | None:
+    """``new`` (a turn) as the part of it that the ``repeated`` memories leave out
+    (``context.rest``), or None: it repeats a turn, or no such part says anything new."""
+    if rest is None or not all(made_from_turns(new, k) for k in repeated):
+        return None
+    return rest(new.item, set().union(*(k.said for k in repeated)))
+
+
+def _own_facts(item: ContextItem, seen: Sequence[Kept]) -> list[Kept]:
     """The kept extracted facts whose source is ``item`` (a turn)."""
-    if _kind(item) != "turn" or item.hit is None:
+    if kind(item) != "turn" or item.hit is None:
         return []
     return [k for k in seen if k.source == item.hit.id]
 
@@ -270,40 +273,12 @@ def _shows_whole(item: ContextItem) -> bool:
 
 
 def _fits_instead(
-    packer: _Packer, section: NodeContent, item: ContextItem, kept: Sequence[_Kept]
+    packer: _Packer, section: NodeContent, item: ContextItem, kept: Sequence[Kept]
 ) -> bool:
     """Whether ``item`` fits once the ``kept`` items are given back."""
     refund = sum(packer.item_cost[id(k.item)] for k in kept)
     cost = packer.counter.count(_line(item) + "\n") + packer.header_cost(section)
     return cost <= packer.left + refund
-
-
-def _outcome(item: ContextItem) -> str | None:
-    """A decision's outcome: a success and a failure of the same action are not repeats."""
-    hit = item.hit
-    return hit.outcome if hit is not None and hit.source is MemorySource.DECISION else None
-
-
-def _kind(item: ContextItem) -> str:
-    """``turn`` (what was said) or ``memory`` (what was made of it)."""
-    return "turn" if item.hit is not None and item.hit.source is MemorySource.TURN else "memory"
-
-
-def _bar(
-    kind: str,
-    kept: str,
-    duplicate: float,
-    source: float,
-    origin: uuid.UUID | None = None,
-    kept_origin: uuid.UUID | None = None,
-) -> float:
-    """The overlap above which an item repeats a kept one: ``source`` between a turn and
-    what is made from turns (a fact, a decision, an episode's summary), ``duplicate``
-    between two of a kind, and between a turn and an extracted fact whose source turn is
-    known (``origin``): any other turn is not where it came from."""
-    if (kind == "turn") == (kept == "turn") or origin is not None or kept_origin is not None:
-        return duplicate
-    return source
 
 
 def _by_score(sections: Sequence[NodeContent]) -> list[tuple[NodeContent, ContextItem]]:

@@ -22,15 +22,19 @@ import asyncio
 import logging
 import re
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from memory_kernel.context import tools
-from memory_kernel.context.budget import assemble, render
-from memory_kernel.context.nodes import GistsNode, RecallNode, WorkingMemoryNode
+from memory_kernel.context.budget import SOURCE_OVERLAP, assemble, render
+from memory_kernel.context.nodes import GistsNode, RecallNode, WorkingMemoryNode, format_hit
 from memory_kernel.context.prefetch import Prefetcher
 from memory_kernel.context.recaller import Recaller, SlotJudges
 from memory_kernel.context.relevance import RelevancePipeline
+from memory_kernel.context.repeats import Rest
 from memory_kernel.context.replies import untold
+from memory_kernel.context.rest import rest_of
+from memory_kernel.context.retrieval import query_words
 from memory_kernel.context.stale import demote_in_sections
 from memory_kernel.context.tokens import EstimatingTokenCounter
 from memory_kernel.errors import ValidationError
@@ -218,7 +222,7 @@ class ContextEngine:
         ordered = untold(ordered)
         if request.tool_results:
             ordered.append(_tool_section(request.tool_results))
-        fitted = assemble(ordered, budget=budget, counter=self.counter)
+        fitted = assemble(ordered, budget=budget, counter=self.counter, rest=self._rest(request))
         report = ContextReport(
             inclusion=inclusion.report,
             fetched=tuple(s.node for s in fetched),
@@ -244,6 +248,16 @@ class ContextEngine:
             sections=tuple(fitted.sections),
             hits=tuple(fitted.hits),
             report=report,
+        )
+
+    def _rest(self, request: ContextRequest) -> Rest:
+        """A recalled turn shown as what its kept summary left out (``context.rest``)."""
+        return partial(
+            rest_of,
+            query_words=query_words(request.message),
+            max_chars=self._rt.config.context.turn_excerpt_chars,
+            bar=SOURCE_OVERLAP,
+            render=format_hit,
         )
 
     def _from_prefetch(

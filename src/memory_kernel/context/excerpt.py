@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["ELLIPSIS", "excerpt"]
+__all__ = ["ELLIPSIS", "excerpt", "sentences"]
 
 ELLIPSIS = "…"
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
@@ -35,7 +35,7 @@ def _stems(text: str) -> set[str]:
     return {_stem(w) for w in _WORD.findall(text)}
 
 
-def _sentences(text: str) -> list[tuple[int, int]]:
+def sentences(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence of ``text``, whitespace around it excluded."""
     spans = []
     for match in _SENTENCE.finditer(text):
@@ -78,7 +78,7 @@ def excerpt(text: str, query_words: Iterable[str], *, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     wanted = {_stem(w) for w in query_words}
-    spans = _sentences(text)
+    spans = sentences(text)
     said = [_stems(text[s:e]) & wanted for s, e in spans]
     # The best run: most query words, then one that opens with a matching sentence (what
     # matters comes first, next to the date), then the earliest.

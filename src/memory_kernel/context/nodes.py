@@ -20,7 +20,7 @@ from memory_kernel.context.dated import flatten, stamp, within_reach
 from memory_kernel.context.excerpt import excerpt
 from memory_kernel.context.provenance import few_extracted, said_at
 from memory_kernel.context.recaller import Recaller
-from memory_kernel.context.replies import ALONE, REPLY, asks
+from memory_kernel.context.replies import ALONE, FOLLOW_UP, REPLY, answers
 from memory_kernel.context.retrieval import query_words
 from memory_kernel.dates import resolve_relative
 from memory_kernel.models.context import (
@@ -158,19 +158,26 @@ class RecallNode:
         # A long turn shows the part of it about the query (the hit keeps the whole text).
         wanted = query_words(query)
         shown = [excerpt(h.text, wanted, max_chars=self._excerpt_chars) for h in hits]
-        # A turn that asks is shown with the turn that answered it (context.replies).
-        answered = await self._recaller.replies(
-            agent_id=agent_id, turn_ids=[h.id for h, s in zip(hits, shown, strict=True) if asks(s)]
+        # A turn that asks is shown with the turn that answered it; one that is followed
+        # by a question about it, with that question and its answer (context.replies).
+        following = await self._recaller.replies(
+            agent_id=agent_id, turn_ids=[h.id for h in hits], count=FOLLOW_UP
         )
         items = []
         for hit, said in zip(hits, shown, strict=True):
-            reply = answered.get(hit.id)
-            if reply is not None and len(reply.content.strip()) <= self._excerpt_chars:
-                # The hit stays the asking turn's; it carries the reply and the line without
-                # it, for a distilled memory drafted from the reply (replies.untold).
+            told = answers(
+                said,
+                following.get(hit.id, []),
+                max_chars=self._excerpt_chars,
+                whole=said == hit.text.strip(),
+            )
+            if told:
+                # The hit stays the recalled turn's; it carries the replies and the line
+                # without them, for a distilled memory drafted from them (replies.untold).
                 alone = format_hit(hit.model_copy(update={"text": said}))
-                said = f"{said} → {reply.role}: {reply.content.strip()}"
-                meta = {**hit.metadata, REPLY: reply.content, ALONE: alone}
+                said = " → ".join([said, *(f"{t.role}: {t.content.strip()}" for t in told)])
+                reply = "\n".join(t.content for t in told)
+                meta = {**hit.metadata, REPLY: reply, ALONE: alone}
                 hit = hit.model_copy(update={"metadata": meta})
             shown_hit = hit.model_copy(update={"text": said})
             items.append(ContextItem(text=format_hit(shown_hit), hit=hit))

@@ -148,12 +148,14 @@ class Recaller:
         total = sum(t.weight for t in terms)
         return [replace(c, lexical=c.lexical / total) for c in found] if total > 0 else found
 
-    async def replies(self, *, agent_id: str, turn_ids: Sequence[Any]) -> dict[Any, StoredTurn]:
-        """The turn that answered each of ``turn_ids`` (``context.replies``)."""
+    async def replies(
+        self, *, agent_id: str, turn_ids: Sequence[Any], count: int = 1
+    ) -> dict[Any, list[StoredTurn]]:
+        """The ``count`` turns that followed each of ``turn_ids`` (``context.replies``)."""
         if not turn_ids:
             return {}
         async with self._rt.db.connection() as conn:
-            return await next_turns(conn, agent_id=agent_id, turn_ids=turn_ids)
+            return await next_turns(conn, agent_id=agent_id, turn_ids=turn_ids, count=count)
 
     async def term_weights(
         self, source: MemorySource, *, agent_id: str, query: str, min_confidence: float

@@ -6,8 +6,10 @@
 - **Containment** is on whole words: the normalised phrase must occur in the normalised
   context as a run of whole words, so ``"6"`` is not found in ``"16"``; its last word may
   carry a plural ``s``/``es`` (``"Thursday"`` is found in ``"on Thursdays"``, ``"dog"`` in
-  ``"two dogs"``), since a context may state the same answer in the plural. An answer that
-  normalises to nothing is never found.
+  ``"two dogs"``), since a context may state the same answer in the plural. A gold answer
+  that is a day (a month's full name, a day of the month, a year, in either order:
+  ``"July 2, 2023"``, ``"2nd of July 2023"``) is found written in either order (``"2 July
+  2023"``): the same day. An answer that normalises to nothing is never found.
 - **Evidence coverage**: a turn is covered when its normalised text occurs in the context,
   or, for a longer turn, its first 60 normalised characters (extended to the end of the
   word), since a memory may keep only the beginning of a turn. A question's coverage is
@@ -81,6 +83,30 @@ def date_mentions(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in _DATE.finditer(text)]
 
 
+_MONTHS = "january february march april may june july august september october november december"
+_MONTH_NAME = "|".join(_MONTHS.split())
+_ORDINAL = r"(?:st|nd|rd|th)?"
+_MONTH_FIRST = re.compile(rf"^({_MONTH_NAME}) (\d{{1,2}}){_ORDINAL} (\d{{4}})$")
+_DAY_FIRST = re.compile(rf"^(\d{{1,2}}){_ORDINAL} (?:of )?({_MONTH_NAME}) (\d{{4}})$")
+
+
+def _spellings(needle: str) -> list[str]:
+    """``needle`` and, when it is a day (month name, day, year in either order), that day
+    in the ways it is written: either order, with or without an ordinal (``2nd``, ``2nd of``)."""
+    if match := _MONTH_FIRST.match(needle):
+        month, day, year = match.groups()
+    elif match := _DAY_FIRST.match(needle):
+        day, month, year = match.groups()
+    else:
+        return [needle]
+    n = int(day)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    forms = [needle]
+    for d in (str(n), f"{n}{suffix}"):
+        forms += [f"{d} {month} {year}", f"{d} of {month} {year}", f"{month} {d} {year}"]
+    return list(dict.fromkeys(forms))
+
+
 class ContextText:
     """A context, normalised once and queried many times."""
 
@@ -111,8 +137,12 @@ class ContextText:
         return spans
 
     def find(self, phrase: str) -> list[tuple[int, int]]:
-        """Raw (start, end) of every occurrence of ``phrase`` (normalised, whole words)."""
-        return self._find_normalised(normalise(phrase))
+        """Raw (start, end) of every occurrence of ``phrase`` (normalised, whole words; a
+        day in either order)."""
+        found = {
+            span for form in _spellings(normalise(phrase)) for span in self._find_normalised(form)
+        }
+        return sorted(found)
 
     def contains(self, phrase: str) -> bool:
         return bool(self.find(phrase))

@@ -152,7 +152,7 @@ def _notes(dataset: Dataset, embedder: str, replayed: Replayed, has_end_session:
         "(the last one cut to fit)",
         "answer in context: the normalised gold answer (casefold, punctuation → space, "
         "articles dropped) occurs as whole words in the normalised context, its last word "
-        "perhaps plural; abstention "
+        "perhaps plural, a day in either order ('July 2, 2023' as '2 July 2023'); abstention "
         "questions are not scored for it (their rows show tokens and empty contexts)",
         f"evidence coverage: an evidence turn is covered when its normalised text, or its "
         f"first {PREFIX_CHARS} normalised characters, occur in the context",

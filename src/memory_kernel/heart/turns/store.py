@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, Text, TextClause, bindparam, func, select, text
+from sqlalchemy import DateTime, Integer, Text, TextClause, bindparam, func, select, text
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -97,36 +97,44 @@ def _next_statement() -> TextClause:
     # exchange's message and reply share their time and are told apart by ``seq``.
     return text(
         """
-        SELECT q.id AS asked, r.id, r.role, r.content, r.created_at
+        SELECT q.id AS asked, r.id, r.role, r.content, r.created_at, r.seq
         FROM turns AS q
         CROSS JOIN LATERAL (
-            SELECT n.id, n.role, n.content, n.created_at
+            SELECT n.id, n.role, n.content, n.created_at, n.seq
             FROM turns AS n
             WHERE n.agent_id = q.agent_id
               AND n.episode_id = q.episode_id
               AND (n.created_at, n.seq) > (q.created_at, q.seq)
             ORDER BY n.created_at, n.seq
-            LIMIT 1
+            LIMIT :count
         ) AS r
         WHERE q.agent_id = :agent AND q.id = ANY(:ids) AND q.episode_id IS NOT NULL
+        ORDER BY q.id, r.created_at, r.seq
         """
     ).bindparams(
         bindparam("agent", type_=Text),
         bindparam("ids", type_=ARRAY(UUID(as_uuid=True))),
+        bindparam("count", type_=Integer),
     )
 
 
 async def next_turns(
-    conn: AsyncConnection, *, agent_id: str, turn_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, StoredTurn]:
-    """The turn that follows each of ``turn_ids`` in its episode (none for the last, none
-    without words), on the ``(agent_id, episode_id)`` index."""
-    if not turn_ids:
+    conn: AsyncConnection, *, agent_id: str, turn_ids: Sequence[uuid.UUID], count: int = 1
+) -> dict[uuid.UUID, list[StoredTurn]]:
+    """The ``count`` turns that follow each of ``turn_ids`` in its episode, in order (fewer
+    near its end; a turn without words ends the run), on the ``(agent_id, episode_id)``
+    index."""
+    if not turn_ids or count < 1:
         return {}
-    params: dict[str, Any] = {"agent": agent_id, "ids": list(turn_ids)}
+    params: dict[str, Any] = {"agent": agent_id, "ids": list(turn_ids), "count": count}
     rows = (await conn.execute(_next_statement(), params)).all()
-    return {
-        r.asked: StoredTurn(r.id, r.role, r.content, r.created_at)
-        for r in rows
-        if str(r.content).strip()
-    }
+    found: dict[uuid.UUID, list[StoredTurn]] = {}
+    ended: set[uuid.UUID] = set()
+    for r in rows:  # by asked turn, then in the order they follow it
+        if r.asked in ended:
+            continue
+        if not str(r.content).strip():
+            ended.add(r.asked)
+            continue
+        found.setdefault(r.asked, []).append(StoredTurn(r.id, r.role, r.content, r.created_at))
+    return found
