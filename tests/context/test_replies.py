@@ -12,8 +12,9 @@ from memory_kernel.context.replies import answers, asks, untold
 from memory_kernel.context.tokens import EstimatingTokenCounter
 from memory_kernel.heart.turns.store import StoredTurn
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
-from memory_kernel.models.turns import TurnInput, TurnOutcome
+from memory_kernel.models.turns import TurnInput
 from memory_kernel.testing import FrozenClock
+from tests.context.exchanges import exchange
 
 
 def test_a_shown_part_asks_when_a_sentence_ends_with_a_question_mark() -> None:
@@ -24,27 +25,19 @@ def test_a_shown_part_asks_when_a_sentence_ends_with_a_question_mark() -> None:
     assert not asks("The query param ?id=3 was missing.")
 
 
-async def _exchange(kernel: MemoryKernel, agent: str, session: str, said: str, reply: str) -> None:
-    ctx = await kernel.pre_turn(TurnInput(agent_id=agent, session_id=session, message=said))
-    await kernel.post_turn(ctx.turn, TurnOutcome(response_text=reply))
-    clock = kernel.clock
-    assert isinstance(clock, FrozenClock)
-    clock.advance(timedelta(seconds=30))
-
-
 async def test_a_recalled_question_is_shown_with_its_short_answer(
     kernel: MemoryKernel, clock: FrozenClock
 ) -> None:
     agent = "replies-agent"
-    await _exchange(
-        kernel, agent, "s1",
+    await exchange(
+        kernel, agent,
         "We celebrated my daughter's birthday with a concert last night.",
         "Wow, sounds wonderful! Which singer performed at the birthday concert?",
     )  # fmt: skip
     # The answer is the next exchange's message: it shares no word with the question below.
-    await _exchange(kernel, agent, "s1", "It was Matt Patterson, so talented!", "Lovely.")
-    await _exchange(
-        kernel, agent, "s1",
+    await exchange(kernel, agent, "It was Matt Patterson, so talented!", "Lovely.")
+    await exchange(
+        kernel, agent,
         "Tell me about your garden instead, what grows there?",
         "Tomatoes mostly. " + "The soil is clay and it holds water for weeks. " * 12,
     )  # fmt: skip
@@ -67,7 +60,7 @@ async def test_a_recalled_question_is_shown_with_its_short_answer(
 async def test_a_long_answer_is_not_attached(kernel: MemoryKernel, clock: FrozenClock) -> None:
     agent = "replies-long"
     advice = "Tomatoes mostly. " + "The soil is clay and it holds water for weeks. " * 12
-    await _exchange(kernel, agent, "s1", "What should I grow in my garden this year?", advice)
+    await exchange(kernel, agent, "What should I grow in my garden this year?", advice)
     await kernel.end_session(agent, "s1")
     clock.advance(timedelta(days=1))
     asked = await kernel.pre_turn(
@@ -101,13 +94,13 @@ async def test_a_recalled_turn_is_shown_with_the_answer_to_the_question_it_raise
     kernel: MemoryKernel, clock: FrozenClock
 ) -> None:
     agent = "follow-up-agent"
-    await _exchange(
-        kernel, agent, "s1",
+    await exchange(
+        kernel, agent,
         "Last week we took the kids to the military memorial downtown.",
         "That's moving! How did they react when they saw it?",
     )  # fmt: skip
     # The answer shares no word with the question below: only the follow-up brings it.
-    await _exchange(kernel, agent, "s1", "Awestruck and humbled, all three.", "Lovely.")
+    await exchange(kernel, agent, "Awestruck and humbled, all three.", "Lovely.")
     await kernel.end_session(agent, "s1")
     clock.advance(timedelta(days=1))
     asked = await kernel.pre_turn(

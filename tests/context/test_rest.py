@@ -15,9 +15,10 @@ from memory_kernel.context.repeats import REST
 from memory_kernel.context.rest import MIN_NEW_WORDS, rest_of
 from memory_kernel.context.tokens import EstimatingTokenCounter
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
-from memory_kernel.models.turns import TurnInput, TurnOutcome
+from memory_kernel.models.turns import TurnInput
 from memory_kernel.similarity import words
 from memory_kernel.testing import FrozenClock
+from tests.context.exchanges import exchange
 
 FIRST = (
     "We're relocating from Chicago to Austin in February for a robotics job. "
@@ -114,12 +115,8 @@ def test_a_turn_repeating_a_turn_is_not_shown_as_a_rest() -> None:
     assert fitted.text.count("no HOA") == 1 and fitted.duplicates == 1
 
 
-async def _exchange(kernel: MemoryKernel, agent: str, said: str, reply: str) -> None:
-    ctx = await kernel.pre_turn(TurnInput(agent_id=agent, session_id="s1", message=said))
-    await kernel.post_turn(ctx.turn, TurnOutcome(response_text=reply))
-    clock = kernel.clock
-    assert isinstance(clock, FrozenClock)
-    clock.advance(timedelta(minutes=2))
+# Two minutes between exchanges, as in the authored conversations.
+_exchange = partial(exchange, gap=timedelta(minutes=2))
 
 
 async def test_a_preference_said_in_a_long_first_message_reaches_a_later_question(
