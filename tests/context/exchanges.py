@@ -19,3 +19,16 @@ async def exchange(
     clock = kernel.clock
     assert isinstance(clock, FrozenClock)
     clock.advance(gap)
+
+
+async def ask_later(kernel: MemoryKernel, agent: str, message: str, *, after: timedelta) -> str:
+    """End session ``s1``, let ``after`` pass and ask ``message`` in a new session (budget
+    1,000 tokens): the context text it gets."""
+    await kernel.end_session(agent, "s1")
+    clock = kernel.clock
+    assert isinstance(clock, FrozenClock)
+    clock.advance(after)
+    asked = await kernel.pre_turn(
+        TurnInput(agent_id=agent, session_id="s2", message=message, signals={"token_budget": 1000})
+    )
+    return asked.text

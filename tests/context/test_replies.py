@@ -14,7 +14,7 @@ from memory_kernel.heart.turns.store import StoredTurn
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 from memory_kernel.models.turns import TurnInput
 from memory_kernel.testing import FrozenClock
-from tests.context.exchanges import exchange
+from tests.context.exchanges import ask_later, exchange
 
 
 def test_a_shown_part_asks_when_a_sentence_ends_with_a_question_mark() -> None:
@@ -41,19 +41,12 @@ async def test_a_recalled_question_is_shown_with_its_short_answer(
         "Tell me about your garden instead, what grows there?",
         "Tomatoes mostly. " + "The soil is clay and it holds water for weeks. " * 12,
     )  # fmt: skip
-    await kernel.end_session(agent, "s1")
-    clock.advance(timedelta(days=1))
-    asked = await kernel.pre_turn(
-        TurnInput(
-            agent_id=agent,
-            session_id="s2",
-            message="Which singer performed at the birthday concert?",
-            signals={"token_budget": 1000},
-        )
+    asked = await ask_later(
+        kernel, agent, "Which singer performed at the birthday concert?", after=timedelta(days=1)
     )
-    turns = [line for line in asked.text.splitlines() if "] assistant: " in line]
+    turns = [line for line in asked.splitlines() if "] assistant: " in line]
     lines = [line for line in turns if "Which singer performed" in line]
-    assert lines, asked.text
+    assert lines, asked
     assert "→ user: It was Matt Patterson, so talented!" in lines[0]
 
 
@@ -101,18 +94,11 @@ async def test_a_recalled_turn_is_shown_with_the_answer_to_the_question_it_raise
     )  # fmt: skip
     # The answer shares no word with the question below: only the follow-up brings it.
     await exchange(kernel, agent, "Awestruck and humbled, all three.", "Lovely.")
-    await kernel.end_session(agent, "s1")
-    clock.advance(timedelta(days=1))
-    asked = await kernel.pre_turn(
-        TurnInput(
-            agent_id=agent,
-            session_id="s2",
-            message="How did the kids feel at the military memorial?",
-            signals={"token_budget": 1000},
-        )
+    asked = await ask_later(
+        kernel, agent, "How did the kids feel at the military memorial?", after=timedelta(days=1)
     )
-    lines = [line for line in asked.text.splitlines() if "] user: Last week we took" in line]
-    assert lines, asked.text
+    lines = [line for line in asked.splitlines() if "] user: Last week we took" in line]
+    assert lines, asked
     assert (
         "downtown. → assistant: That's moving! How did they react when they saw it? "
         "→ user: Awestruck and humbled, all three." in lines[0]

@@ -15,10 +15,9 @@ from memory_kernel.context.repeats import REST
 from memory_kernel.context.rest import MIN_NEW_WORDS, rest_of
 from memory_kernel.context.tokens import EstimatingTokenCounter
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
-from memory_kernel.models.turns import TurnInput
 from memory_kernel.similarity import words
 from memory_kernel.testing import FrozenClock
-from tests.context.exchanges import exchange
+from tests.context.exchanges import ask_later, exchange
 
 FIRST = (
     "We're relocating from Chicago to Austin in February for a robotics job. "
@@ -134,14 +133,10 @@ async def test_a_preference_said_in_a_long_first_message_reaches_a_later_questio
         "The lender in Austin pre-approved us for $525,000 at 6.9% this week.",
         "Good, a pre-approval makes your offers stronger in Austin.",
     )  # fmt: skip
-    await kernel.end_session(agent, "s1")
-    clock.advance(timedelta(days=30))
-    asked = await kernel.pre_turn(
-        TurnInput(
-            agent_id=agent,
-            session_id="s2",
-            message="What kind of neighbourhoods should we avoid when we move to Austin?",
-            signals={"token_budget": 1000},
-        )
+    asked = await ask_later(
+        kernel,
+        agent,
+        "What kind of neighbourhoods should we avoid when we move to Austin?",
+        after=timedelta(days=30),
     )
-    assert "no HOA" in asked.text, asked.text
+    assert "no HOA" in asked, asked
