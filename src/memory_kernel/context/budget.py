@@ -218,13 +218,13 @@ def _stream(
             # A turn that only repeats summaries is shown as what they left out of it, in
             # its place by score (context.rest).
             shown = _rest(rest, new, repeated)
-            if shown is None or any(
-                repeats(read(section.node, shown), k, duplicate=duplicate, source=source)
-                for k in others
+            rested = None if shown is None else read(section.node, shown)
+            if rested is None or any(
+                repeats(rested, k, duplicate=duplicate, source=source) for k in others
             ):
                 packer.duplicates += 1  # a fact that repeats an episode, a reply its decision…
                 continue
-            item, new = shown, read(section.node, shown)
+            item, new = rested.item, rested
         yields = [*told, *(k for k in own if k not in told and _shows_whole(item))]
         if yields and _fits_instead(packer, section, item, yields):
             for k in yields:

@@ -20,7 +20,7 @@ from memory_kernel.context.dated import flatten, stamp, within_reach
 from memory_kernel.context.excerpt import excerpt
 from memory_kernel.context.provenance import few_extracted, said_at
 from memory_kernel.context.recaller import Recaller
-from memory_kernel.context.replies import ALONE, FOLLOW_UP, REPLY, answers
+from memory_kernel.context.replies import ALONE, FOLLOW_UP, REPLY, answers, asks
 from memory_kernel.context.retrieval import query_words
 from memory_kernel.dates import resolve_relative
 from memory_kernel.models.context import (
@@ -160,17 +160,17 @@ class RecallNode:
         shown = [excerpt(h.text, wanted, max_chars=self._excerpt_chars) for h in hits]
         # A turn that asks is shown with the turn that answered it; one that is followed
         # by a question about it, with that question and its answer (context.replies).
+        whole = [said == h.text.strip() for h, said in zip(hits, shown, strict=True)]
         following = await self._recaller.replies(
-            agent_id=agent_id, turn_ids=[h.id for h in hits], count=FOLLOW_UP
+            agent_id=agent_id,
+            turn_ids=[
+                h.id for h, said, w in zip(hits, shown, whole, strict=True) if w or asks(said)
+            ],
+            count=FOLLOW_UP,
         )
         items = []
-        for hit, said in zip(hits, shown, strict=True):
-            told = answers(
-                said,
-                following.get(hit.id, []),
-                max_chars=self._excerpt_chars,
-                whole=said == hit.text.strip(),
-            )
+        for hit, said, w in zip(hits, shown, whole, strict=True):
+            told = answers(said, following.get(hit.id, []), max_chars=self._excerpt_chars, whole=w)
             if told:
                 # The hit stays the recalled turn's; it carries the replies and the line
                 # without them, for a distilled memory drafted from them (replies.untold).

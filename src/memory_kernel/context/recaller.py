@@ -149,7 +149,7 @@ class Recaller:
         return [replace(c, lexical=c.lexical / total) for c in found] if total > 0 else found
 
     async def replies(
-        self, *, agent_id: str, turn_ids: Sequence[Any], count: int = 1
+        self, *, agent_id: str, turn_ids: Sequence[Any], count: int
     ) -> dict[Any, list[StoredTurn]]:
         """The ``count`` turns that followed each of ``turn_ids`` (``context.replies``)."""
         if not turn_ids:

@@ -119,7 +119,7 @@ def _next_statement() -> TextClause:
 
 
 async def next_turns(
-    conn: AsyncConnection, *, agent_id: str, turn_ids: Sequence[uuid.UUID], count: int = 1
+    conn: AsyncConnection, *, agent_id: str, turn_ids: Sequence[uuid.UUID], count: int
 ) -> dict[uuid.UUID, list[StoredTurn]]:
     """The ``count`` turns that follow each of ``turn_ids`` in its episode, in order (fewer
     near its end; a turn without words ends the run), on the ``(agent_id, episode_id)``
