@@ -161,7 +161,20 @@ def test_mixed_ku_scores_each_label_on_its_own_pairs() -> None:
     assert set(targets_for("ku", metrics)) == set(TARGETS["ku"])
     shared = ku.score(pairs, checks, prefix="shared_")
     assert set(shared) == {f"shared_{k}" for k in metrics if k.startswith(("newest", "stale",
-                                                                           "wrongly"))}  # fmt: skip
+                                                                           "wrongly"))} | {
+        "shared_dated_by_other_pair"}  # fmt: skip
+
+
+def test_the_shared_run_counts_facts_dated_by_another_pairs_fact() -> None:
+    pairs = [_pair(0, "update"), _pair(1, "distinct"), _pair(2, "distinct")]
+    checks = [
+        _check()._replace(old_shown=True, old_dated_by_other=True),  # marked by a stranger
+        _check()._replace(old_shown=True, old_dated=True),  # marked by its own newer fact
+        _check(current=False)._replace(old_dated_by_other=True),  # retired: counted at write
+    ]
+    shared = ku.score(pairs, checks, prefix="shared_")
+    assert shared["shared_dated_by_other_pair"] == 1
+    assert "dated_by_other_pair" not in ku.score(pairs, checks)  # alone, no stranger exists
 
 
 def test_dedup_scores_per_kind(dedup_kinds: Path) -> None:

@@ -18,7 +18,11 @@ other pairs): learn old, a day later learn new, then
   ``wrongly_dated_at_read`` (the old fact, still current, recalled marked as replaced).
 
 A second run puts all pairs in one shared agent (old facts first, then new ones), which also
-counts facts retired by a fact of another pair — over-eager supersession.
+counts facts retired by a fact of another pair (``shared_retired_by_other_pair``) and old
+facts recalled for their topic marked as replaced by a fact of another pair
+(``shared_dated_by_other_pair``): over-eager supersession, at write and at read. A pair alone
+has no other fact to be mistaken for, so only this run measures that; a file that mixes
+update and distinct rows makes the store more crowded.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class KuCheck(NamedTuple):
     # by a newer value (``FactSearchHit.newer_value``, the read-time resolution).
     old_shown: bool = False
     old_dated: bool = False
+    old_dated_by_other: bool = False  # marked as replaced by a fact of another pair
 
     @property
     def presented_as_current(self) -> bool:
@@ -140,6 +145,8 @@ async def _check(
             top=hits[0].fact.content if hits else "",
             old_shown=old_hit is not None,
             old_dated=old_hit is not None and old_hit.newer_value == new.fact.id,
+            old_dated_by_other=old_hit is not None
+            and old_hit.newer_value not in (None, new.fact.id),
         ))  # fmt: skip
     return checks
 
@@ -191,7 +198,11 @@ def score(pairs: Sequence[KuPair], checks: Sequence[KuCheck], *, prefix: str = "
         dated = sum(c.old_current and c.old_dated for c in distinct)
         metrics[f"{prefix}wrongly_dated_at_read"] = dated
         metrics[f"{prefix}wrongly_dated_at_read_rate"] = _rate(dated, len(distinct))
-    if not prefix:
+    if prefix:
+        metrics[f"{prefix}dated_by_other_pair"] = sum(
+            c.old_current and c.old_dated_by_other for c in checks
+        )
+    else:
         metrics["old_not_admitted"] = sum(not c.old_admitted for c in checks)
     return metrics
 
@@ -200,7 +211,7 @@ def _table(pairs: Sequence[KuPair], checks: Sequence[KuCheck]) -> list[dict[str,
     return [
         {"id": p.id, "label": p.label, "kind": p.kind, "top_is_new": c.top_is_new,
          "old_active": c.old_current, "old_status": c.old_status, "new_action": c.new_action,
-         "old_dated": c.old_dated, "top": c.top}
+         "old_dated": c.old_dated, "old_dated_by_other": c.old_dated_by_other, "top": c.top}
         for p, c in zip(pairs, checks, strict=True)
     ]  # fmt: skip
 

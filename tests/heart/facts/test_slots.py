@@ -36,6 +36,23 @@ def test_values_carry_their_type() -> None:
     assert statement("12 min").value_keys() == statement("12 minutes").value_keys()
 
 
+def test_an_ordinal_is_a_date_only_where_a_day_of_the_month_can_stand() -> None:
+    for text in ("The vote is on the 21st.", "Rent is due on the second of March.",
+                 "The meetup is every third Thursday."):  # fmt: skip
+        assert any(kind == "date" for kind, _ in statement(text).values), text
+    for text in ("My second car was a Volvo.", "We moved to the 4th floor."):
+        assert {kind for kind, _ in statement(text).values} == {"rank"}, text
+
+
+def test_an_ordinal_ranking_a_thing_ties_no_date_to_it() -> None:
+    # Two first-person facts, one with a deadline and one with "my first job": the rank is
+    # not a date replaced, so nothing ties them and nothing is retired.
+    old = "I have to be out of the flat by April 3."
+    new = "My first job out of school was at a bakery in Porto."
+    for similarity in (0.3, 0.6, 0.9):
+        assert _relation(old, new, similarity) is not PairRelation.UPDATE
+
+
 def test_mood_question_list_item_and_goal() -> None:
     assert statement("Can you recommend a desk under $500?").question
     assert statement("Pete is bringing dessert too.").list_item

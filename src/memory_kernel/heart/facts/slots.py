@@ -123,13 +123,13 @@ _MEASURE_UNITS = _set(
 # One name per unit: "12 min" and "12 minutes" are the same duration.
 _UNIT_NAMES = {
     "sec": "second", "secs": "second", "seconds": "second", "min": "minute", "mins": "minute",
-    "minutes": "minute", "hr": "hour", "hrs": "hour", "hours": "hour", "days": "day",
+    "minutes": "minute", "hr": "hour", "hrs": "hour", "hours": "hour", "days": "day", "mile": "mi",
     "weeks": "week", "months": "month", "years": "year", "lb": "lbs", "pound": "lbs",
     "pounds": "lbs", "calories": "kcal", "calorie": "kcal", "cups": "cup", "miles": "mi",
-    "mile": "mi",
 }  # fmt: skip
 _WEEKDAYS = _set("monday tuesday wednesday thursday friday saturday sunday")
 _MONTHS = _set("january february march april june july august september october november december")
+_DATE_NEXT = FUNCTION_WORDS | _MONTHS | _WEEKDAYS  # "the first of May", "first Monday"
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +231,8 @@ def _typed_value(token: str, lower: str, nxt: str) -> tuple[str, str] | None:
         return "money", value
     if value.endswith("%"):
         return "percent", value
-    if value.endswith("th"):
-        return "date", value
+    if value.endswith("th"):  # "the 9th", "June 1st"; before a noun it ranks ("first job")
+        return ("rank" if nxt.isalpha() and nxt not in _DATE_NEXT else "date"), value
     if nxt in _MEASURE_UNITS:
         return "measure", f"{value}{_UNIT_NAMES.get(nxt, nxt)}"
     if nxt in _DURATION_UNITS:
