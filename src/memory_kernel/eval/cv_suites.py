@@ -103,10 +103,14 @@ def _ku_pair(pair: ku.KuPair) -> LabelledPair:
 def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, Fitted]:
     pairs = ku.load_pairs(data)
 
-    async def decide(chosen: Sequence[ku.KuPair], config: MemoryKernelConfig) -> list[ku.KuCheck]:
-        return await ku.decide(chosen, embedder, config)
+    async def decide(
+        chosen: Sequence[ku.KuPair], config: MemoryKernelConfig
+    ) -> list[tuple[ku.KuCheck, ku.KuCheck]]:
+        # Held out, alone and among every pair of the file (the other folds' facts are the
+        # strangers a held-out fact must not be taken for).
+        return await ku.decide_with_shared(chosen, pairs, embedder, config)
 
-    rules = SuiteRules(decide=decide, score=ku.score, key=lambda pair: pair.id)
+    rules = SuiteRules(decide=decide, score=ku.score_with_shared, key=lambda pair: pair.id)
     labels = [p.label for p in pairs]
     # Write time (the update scorer) and read time (the read scorer) are fitted together.
     fit_rows, note = pair_fit(("update", "read"), data, embedder, _ku_pair)

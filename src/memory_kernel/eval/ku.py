@@ -22,7 +22,9 @@ counts facts retired by a fact of another pair (``shared_retired_by_other_pair``
 facts recalled for their topic marked as replaced by a fact of another pair
 (``shared_dated_by_other_pair``): over-eager supersession, at write and at read. A pair alone
 has no other fact to be mistaken for, so only this run measures that; a file that mixes
-update and distinct rows makes the store more crowded.
+update and distinct rows makes the store more crowded. Cross-validated, each held-out fold
+is checked in such an agent too, holding every pair of the file with the fold's scorers
+(:func:`decide_with_shared`); the retirements across all pairs stay a development figure.
 """
 
 from __future__ import annotations
@@ -49,9 +51,13 @@ from memory_kernel.eval.store import eval_kernel
 from memory_kernel.eval.targets import targets_for
 from memory_kernel.protocols import Embedder
 
-__all__ = ["KuCheck", "KuPair", "decide", "load_pairs", "run", "score"]
+__all__ = [
+    "KuCheck", "KuPair", "decide", "decide_with_shared", "load_pairs", "run", "score",
+    "score_with_shared",
+]  # fmt: skip
 
 LABELS = ("update", "distinct")
+SHARED_AGENT = "ku-shared"
 
 
 class KuPair(NamedTuple):
@@ -158,6 +164,14 @@ async def _alone(
     return await _check(kernel, agents, pairs, await _learn(kernel, clock, agents, pairs))
 
 
+async def _shared(
+    kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair]
+) -> tuple[list[KuCheck], list[tuple[LearnOutcome, LearnOutcome]]]:
+    agents = [SHARED_AGENT] * len(pairs)
+    learned = await _learn(kernel, clock, agents, pairs)
+    return await _check(kernel, agents, pairs, learned), learned
+
+
 async def decide(
     pairs: Sequence[KuPair], embedder: Embedder, config: MemoryKernelConfig | None = None
 ) -> list[KuCheck]:
@@ -165,6 +179,30 @@ async def decide(
     clock = FrozenClock()
     async with eval_kernel(embedder, clock=clock, config=config) as kernel:
         return await _alone(kernel, clock, pairs)
+
+
+async def decide_with_shared(
+    chosen: Sequence[KuPair], every: Sequence[KuPair], embedder: Embedder,
+    config: MemoryKernelConfig | None = None,
+) -> list[tuple[KuCheck, KuCheck]]:  # fmt: skip
+    """What became of each ``chosen`` pair alone (:func:`decide`) and in one agent holding
+    ``every`` pair of the file, the rest of the store the chosen pairs must not be
+    mistaken for (cross-validation: the held-out pairs among all)."""
+    clock = FrozenClock()
+    async with eval_kernel(embedder, clock=clock, config=config) as kernel:
+        alone = await _alone(kernel, clock, chosen)
+        shared, _ = await _shared(kernel, clock, every)
+    by_id = {p.id: check for p, check in zip(every, shared, strict=True)}
+    return [(a, by_id[p.id]) for p, a in zip(chosen, alone, strict=True)]
+
+
+def score_with_shared(
+    pairs: Sequence[KuPair], checks: Sequence[tuple[KuCheck, KuCheck]]
+) -> Metrics:
+    """:func:`score` of the pairs alone, and of the same pairs in the shared agent."""
+    metrics = score(pairs, [alone for alone, _ in checks])
+    metrics.update(score(pairs, [shared for _, shared in checks], prefix="shared_"))
+    return metrics
 
 
 def _rate(count: int, total: int) -> float:
@@ -225,12 +263,9 @@ async def run(
     clock = FrozenClock()
     async with eval_kernel(embedder, clock=clock, config=config) as kernel:
         alone = await _alone(kernel, clock, pairs)
-        shared_agent = ["ku-shared"] * len(pairs)
-        learned = await _learn(kernel, clock, shared_agent, pairs)
-        shared = await _check(kernel, shared_agent, pairs, learned)
+        shared, learned = await _shared(kernel, clock, pairs)
         wrong = await _cross_retired(kernel, [(o.fact.id, n.fact.id) for o, n in learned])
-    metrics = score(pairs, alone)
-    metrics.update(score(pairs, shared, prefix="shared_"))
+    metrics = score_with_shared(pairs, list(zip(alone, shared, strict=True)))
     metrics["shared_retired_by_other_pair"] = wrong
     return SuiteReport(
         suite="ku",
@@ -255,7 +290,7 @@ async def _cross_retired(kernel: MemoryKernel, ids: list[tuple[uuid.UUID, uuid.U
     count = 0
     for old, new in ids:
         for fact_id in (old, new):
-            fact = await facts.get(fact_id, agent_id="ku-shared")
+            fact = await facts.get(fact_id, agent_id=SHARED_AGENT)
             by = fact.superseded_by
             if by is not None and by != own_new.get(fact_id):
                 count += 1
