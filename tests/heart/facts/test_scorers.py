@@ -4,7 +4,9 @@ read-time resolution of two current values of one slot."""
 from __future__ import annotations
 
 import json
+import logging
 import uuid
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -17,11 +19,12 @@ from memory_kernel.heart.facts.admission_features import ADMISSION_FEATURES
 from memory_kernel.heart.facts.pairs import FRAME_FEATURES, PAIR_FEATURES
 from memory_kernel.heart.facts.recency import newest_first
 from memory_kernel.heart.facts.scorer import fit, load_scorer
-from memory_kernel.heart.facts.scorers import load_scorers
+from memory_kernel.heart.facts.scorers import PACKAGED_FOR, load_scorers
 from memory_kernel.models.facts import FactInput, LearnAction
 from memory_kernel.testing import FrozenClock
 
 NAMES = ("a", "b")
+_WEIGHTS = resources.files("memory_kernel.heart.facts") / "weights"
 
 
 def _data() -> tuple[np.ndarray, np.ndarray]:
@@ -85,6 +88,40 @@ def test_the_packaged_scorers_match_this_code_and_say_what_they_learned_from() -
         assert model.trained_on["embedder"] == "hashing-v1-384"
         assert model.trained_on["script"] == "scripts/train_fact_scorers.py"
     assert 0.5 <= scorers.update.threshold("read") < scorers.update.threshold("write")
+
+
+def test_the_packaged_set_is_the_one_fitted_with_the_embedder_in_use(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    minilm = "st:sentence-transformers/all-MiniLM-L6-v2"
+    assert PACKAGED_FOR[minilm] == "minilm"
+    with caplog.at_level(logging.WARNING, logger="memory_kernel"):
+        chosen = load_scorers(None, minilm)
+        default = load_scorers(None, "hashing-v1-384")
+    assert not caplog.records
+    for scorers, embedder in ((chosen, minilm), (default, "hashing-v1-384")):
+        for model in (scorers.update, scorers.duplicate, scorers.read):
+            assert model.trained_on["embedder"] == embedder
+    # Fitted on other cosines: another set of weights, the same features.
+    assert chosen.update.weights != default.update.weights
+    assert chosen.update.features == default.update.features
+
+
+def test_an_embedder_without_packaged_weights_gets_the_default_set_and_a_warning(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path,
+) -> None:  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="memory_kernel"):
+        scorers = load_scorers(None, "openai:text-embedding-3-small@http://localhost:1")
+    assert scorers.embedder == "hashing-v1-384"
+    assert "retrain" in caplog.text and "text-embedding-3-small" in caplog.text
+    # Weights the host fitted itself for that embedder: nothing to warn about.
+    caplog.clear()
+    fitted = json.loads((_WEIGHTS / "update.json").read_text("utf-8"))
+    fitted["trained_on"]["embedder"] = "openai:text-embedding-3-small@http://localhost:1"
+    (tmp_path / "update.json").write_text(json.dumps(fitted), "utf-8")
+    with caplog.at_level(logging.WARNING, logger="memory_kernel"):
+        load_scorers(str(tmp_path), "openai:text-embedding-3-small@http://localhost:1")
+    assert not caplog.records
 
 
 def test_a_missing_scorer_directory_is_a_config_error(tmp_path: Path) -> None:

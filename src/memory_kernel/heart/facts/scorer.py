@@ -106,10 +106,11 @@ def load_scorer(path: Path, expected: Sequence[str]) -> LinearScorer:
         raise ConfigError(f"cannot read fact scorer weights from {path}: {exc}") from exc
 
 
-@lru_cache(maxsize=8)
-def packaged(name: str, expected: tuple[str, ...]) -> LinearScorer:
-    """The shipped scorer ``name`` (``heart/facts/weights/<name>.json``)."""
-    text = resources.files("memory_kernel.heart.facts").joinpath(f"weights/{name}.json")
+@lru_cache(maxsize=16)
+def packaged(name: str, expected: tuple[str, ...], folder: str = "") -> LinearScorer:
+    """The shipped scorer ``name`` (``heart/facts/weights[/<folder>]/<name>.json``)."""
+    where = f"weights/{folder}/{name}.json" if folder else f"weights/{name}.json"
+    text = resources.files("memory_kernel.heart.facts").joinpath(where)
     try:
         return _from_json(json.loads(text.read_text("utf-8")), expected)
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -104,7 +104,8 @@ class FactService:
     def scorers(self) -> Scorers:
         """The learned scorers of the configuration (read once)."""
         if self._scorers is None:
-            self._scorers = load_scorers(self._rt.config.heart.fact_scorer_dir)
+            directory = self._rt.config.heart.fact_scorer_dir
+            self._scorers = load_scorers(directory, self._rt.embedder.name)
         return self._scorers
 
     # -- learning -----------------------------------------------------------------------
