@@ -1,10 +1,10 @@
 """The learned fact scorers of a configuration: those in ``HeartConfig.fact_scorer_dir``
 (file by file), else the packaged ones fitted with the embedder in use.
 
-The pair scorers read the embedder's cosine, whose scale is the embedder's own (hashing
-paraphrases sit near 0.5, MiniLM's near 0.8), so weights belong to one embedder. The
+The pair scorers read the embedder's cosine, whose scale is the embedder's own (one pair
+of sentences has another cosine under each), so weights belong to one embedder. The
 package ships a set for the default embedder and one per embedder in
-:data:`PACKAGED_FOR`; any other embedder gets the default's set, and the service warns.
+:data:`PACKAGED_FOR`; any other embedder gets the default's set, with a logged warning.
 """
 
 from __future__ import annotations
