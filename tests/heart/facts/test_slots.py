@@ -8,6 +8,7 @@ import pytest
 from memory_kernel.config import HeartConfig
 from memory_kernel.heart.facts.frames import abbreviates, compare
 from memory_kernel.heart.facts.normalise import features
+from memory_kernel.heart.facts.pairs import shared_names, topic_anchor
 from memory_kernel.heart.facts.relation import (
     PairRelation,
     RelationThresholds,
@@ -51,6 +52,17 @@ def test_an_ordinal_ranking_a_thing_ties_no_date_to_it() -> None:
     new = "My first job out of school was at a bakery in Porto."
     for similarity in (0.3, 0.6, 0.9):
         assert _relation(old, new, similarity) is not PairRelation.UPDATE
+
+
+def test_a_name_opening_one_sentence_is_the_name_the_other_gives() -> None:
+    # The first word of a sentence is capitalised whatever it is: it counts as a name where
+    # the other statement gives it as one.
+    lead, moved = statement("Our tech lead is Priya Raman."), statement("Priya moved to Berlin.")
+    assert shared_names(lead, moved) == {"priya"} == shared_names(moved, lead)
+    assert topic_anchor(lead, moved) >= 1
+    assert shared_names(statement("Deploys run on Fridays."), statement("Deploys are slow.")) == (
+        frozenset()
+    )
 
 
 def test_mood_question_list_item_and_goal() -> None:

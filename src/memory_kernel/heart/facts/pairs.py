@@ -82,6 +82,24 @@ def typed_value_changed(old: Statement, new: Statement) -> bool:
     )
 
 
+def _opening_name(s: Statement) -> frozenset[str]:
+    """The first word when it is capitalised: a name or the capital every sentence opens
+    with, which the other statement's names tell apart ("Dana left" / "… is Dana")."""
+    if s.items and s.items[0][0] in ("h", "p") and s.items[0][2][:1].isupper():
+        return frozenset({s.items[0][2].lower().split("'")[0]})
+    return frozenset()
+
+
+def shared_names(old: Statement, new: Statement) -> frozenset[str]:
+    """Names both statements give, a sentence's opening word counted as a name where the
+    other statement gives it as one."""
+    return (
+        (old.names & new.names)
+        | (old.names & _opening_name(new))
+        | (_opening_name(old) & new.names)
+    )
+
+
 def topic_anchor(old: Statement, new: Statement) -> int:
     """What ties ``new`` to what ``old`` is about: the names and identifiers they share,
     the words of ``old``'s holder (what its sentence is about, "the spare key", "Dad's PT")
@@ -89,7 +107,7 @@ def topic_anchor(old: Statement, new: Statement) -> int:
     its verb), and, when both speak of the speaker, a typed value replaced by another of its
     type. A shared verb or a word of another role ties nothing: two facts of one person
     about different things share the person."""
-    ties = {stem(n) for n in old.names & new.names} | (old.identifiers & new.identifiers)
+    ties = {stem(n) for n in shared_names(old, new)} | (old.identifiers & new.identifiers)
     holder = {w for w in old.holder if w != "i" and w not in _GENERIC}
     if not holder:
         holder = {w for w in old.predicate if w not in _GENERIC and not stem_is_verb(w)}
