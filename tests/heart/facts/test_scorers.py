@@ -21,7 +21,8 @@ from memory_kernel.heart.facts.recency import newest_first
 from memory_kernel.heart.facts.scorer import fit, load_scorer
 from memory_kernel.heart.facts.scorers import PACKAGED_FOR, load_scorers
 from memory_kernel.models.facts import FactInput, LearnAction
-from memory_kernel.testing import FrozenClock
+from memory_kernel.testing import FakeEmbedder, FrozenClock
+from tests.conftest import schema_config
 
 NAMES = ("a", "b")
 _WEIGHTS = resources.files("memory_kernel.heart.facts") / "weights"
@@ -122,6 +123,26 @@ def test_an_embedder_without_packaged_weights_gets_the_default_set_and_a_warning
     with caplog.at_level(logging.WARNING, logger="memory_kernel"):
         load_scorers(str(tmp_path), "openai:text-embedding-3-small@http://localhost:1")
     assert not caplog.records
+
+
+@pytest.mark.parametrize(
+    ("name", "fitted_with", "warned"),
+    [("st:sentence-transformers/all-MiniLM-L6-v2", "st:sentence-transformers/all-MiniLM-L6-v2",
+      False),
+     ("custom:my-embedder", "hashing-v1-384", True)],
+)  # fmt: skip
+async def test_a_kernel_reads_facts_with_the_weights_of_its_embedder(
+    pg_dsn: str, drop_schema: str, clock: FrozenClock, caplog: pytest.LogCaptureFixture,
+    name: str, fitted_with: str, warned: bool,
+) -> None:  # fmt: skip
+    embedder = FakeEmbedder(name=name)
+    async with MemoryKernel.open(
+        pg_dsn, config=schema_config(drop_schema), clock=clock, embedder=embedder
+    ) as kernel:
+        with caplog.at_level(logging.WARNING, logger="memory_kernel"):
+            await kernel.heart.facts.learn(FactInput(agent_id="a", content="Noor lives in Leeds."))
+        assert kernel.heart.facts.scorers.embedder == fitted_with
+    assert ("retrain" in caplog.text) is warned
 
 
 def test_a_missing_scorer_directory_is_a_config_error(tmp_path: Path) -> None:
