@@ -8,7 +8,7 @@ import pytest
 from memory_kernel.config import HeartConfig
 from memory_kernel.heart.facts.frames import abbreviates, compare
 from memory_kernel.heart.facts.normalise import features
-from memory_kernel.heart.facts.pairs import shared_names, topic_anchor
+from memory_kernel.heart.facts.pairs import shared_names, topic_anchor, typed_value_changed
 from memory_kernel.heart.facts.relation import (
     PairRelation,
     RelationThresholds,
@@ -63,6 +63,17 @@ def test_a_name_opening_one_sentence_is_the_name_the_other_gives() -> None:
     assert shared_names(statement("Deploys run on Fridays."), statement("Deploys are slow.")) == (
         frozenset()
     )
+
+
+def test_a_clock_time_without_its_half_of_the_day_is_the_same_reading() -> None:
+    # The tie "both speak of the speaker and a typed value was replaced" needs a value that
+    # changed: "4:30" and "4:30pm" may be one reading; "7am" and "8am" are two.
+    same = ("Our standup is at 4:30.", "The standup is at 4:30pm."), (
+        "I eat dinner at 7:15.", "Dinner for me is at 7:15 p.m.")  # fmt: skip
+    for old, new in same:
+        assert not typed_value_changed(statement(old), statement(new)), (old, new)
+    assert typed_value_changed(statement("The bakery opens at 7am."), statement("It opens at 8am."))
+    assert typed_value_changed(statement("I wake at 6:45am."), statement("I wake at 5:45pm."))
 
 
 def test_mood_question_list_item_and_goal() -> None:

@@ -72,14 +72,21 @@ def content_overlap(old: Statement, new: Statement) -> float:
     return len(mine & theirs) / smaller if smaller else 0.0
 
 
+def _said(s: Statement, kind: str) -> set[str]:
+    """The values of ``kind`` in ``s``; a time on a 12-hour dial, since "10:30" and
+    "10:30pm" may be one reading said with and without its half of the day."""
+    values = {v for k, v in s.values if k == kind}
+    if kind == "time":
+        return {f"{int(h) % 12}:{m}" if h.isdigit() else f"{h}:{m}"
+                for h, _, m in (v.partition(":") for v in values)}  # fmt: skip
+    return values
+
+
 def typed_value_changed(old: Statement, new: Statement) -> bool:
     """A value with a type beyond a bare number (an amount, a time, a date, a frequency...)
     replaced by another of its type."""
     kinds = {k for k in old.value_types & new.value_types if k != "number"}
-    return any(
-        {v for k, v in old.values if k == kind} != {v for k, v in new.values if k == kind}
-        for kind in kinds
-    )
+    return any(_said(old, kind) != _said(new, kind) for kind in kinds)
 
 
 def _opening_name(s: Statement) -> frozenset[str]:
