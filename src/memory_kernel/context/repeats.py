@@ -22,7 +22,7 @@ from memory_kernel.context.provenance import source_turn
 from memory_kernel.models.context import ContextItem, MemorySource
 from memory_kernel.similarity import word_overlap, words
 
-__all__ = ["REST", "Kept", "Rest", "bar", "kind", "made_from_turns", "read", "repeats"]
+__all__ = ["REST", "Kept", "Rest", "kind", "made_from_turns", "read", "repeats"]
 
 #: A turn hit's metadata: the part of the turn its line shows when a kept memory carries
 #: the rest (``context.rest``).
@@ -68,26 +68,20 @@ def outcome(item: ContextItem) -> str | None:
     return hit.outcome if hit is not None and hit.source is MemorySource.DECISION else None
 
 
-def bar(
-    kind: str,
-    kept: str,
-    duplicate: float,
-    source: float,
-    origin: uuid.UUID | None = None,
-    kept_origin: uuid.UUID | None = None,
-) -> float:
-    """The overlap above which an item repeats a kept one: ``source`` between a turn and
-    what is made from turns (a fact, a decision, an episode's summary), ``duplicate``
+def _bar(new: Kept, old: Kept, duplicate: float, source: float) -> float:
+    """The overlap above which ``new`` repeats the kept ``old``: ``source`` between a turn
+    and what is made from turns (a fact, a decision, an episode's summary), ``duplicate``
     between two of a kind, and between a turn and an extracted fact whose source turn is
-    known (``origin``): any other turn is not where it came from."""
-    if (kind == "turn") == (kept == "turn") or origin is not None or kept_origin is not None:
+    known: any other turn is not where it came from."""
+    same_kind = (new.kind == "turn") == (old.kind == "turn")
+    if same_kind or new.source is not None or old.source is not None:
         return duplicate
     return source
 
 
 def repeats(new: Kept, old: Kept, *, duplicate: float, source: float) -> bool:
     """Whether ``new`` only repeats the kept ``old`` (see the module docstring)."""
-    limit = bar(new.kind, old.kind, duplicate, source, new.source, old.source)
+    limit = _bar(new, old, duplicate, source)
     return new.outcome == old.outcome and word_overlap(new.said, old.said) > limit
 
 

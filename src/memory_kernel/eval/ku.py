@@ -52,8 +52,7 @@ from memory_kernel.eval.targets import targets_for
 from memory_kernel.protocols import Embedder
 
 __all__ = [
-    "KuCheck", "KuPair", "decide", "decide_with_shared", "load_pairs", "run", "score",
-    "score_with_shared",
+    "KuCheck", "KuPair", "decide_with_shared", "load_pairs", "run", "score", "score_with_shared",
 ]  # fmt: skip
 
 LABELS = ("update", "distinct")
@@ -172,20 +171,11 @@ async def _shared(
     return await _check(kernel, agents, pairs, learned), learned
 
 
-async def decide(
-    pairs: Sequence[KuPair], embedder: Embedder, config: MemoryKernelConfig | None = None
-) -> list[KuCheck]:
-    """Each pair learned in an agent of its own on a fresh kernel: what became of it."""
-    clock = FrozenClock()
-    async with eval_kernel(embedder, clock=clock, config=config) as kernel:
-        return await _alone(kernel, clock, pairs)
-
-
 async def decide_with_shared(
     chosen: Sequence[KuPair], every: Sequence[KuPair], embedder: Embedder,
     config: MemoryKernelConfig | None = None,
 ) -> list[tuple[KuCheck, KuCheck]]:  # fmt: skip
-    """What became of each ``chosen`` pair alone (:func:`decide`) and in one agent holding
+    """What became of each ``chosen`` pair alone (an agent of its own) and in one agent holding
     ``every`` pair of the file, the rest of the store the chosen pairs must not be
     mistaken for (cross-validation: the held-out pairs among all)."""
     clock = FrozenClock()

@@ -75,11 +75,12 @@ def content_overlap(old: Statement, new: Statement) -> float:
 def _said(s: Statement, kind: str) -> set[str]:
     """The values of ``kind`` in ``s``; a time on a 12-hour dial, since "10:30" and
     "10:30pm" may be one reading said with and without its half of the day."""
-    values = {v for k, v in s.values if k == kind}
-    if kind == "time":
-        return {f"{int(h) % 12}:{m}" if h.isdigit() else f"{h}:{m}"
-                for h, _, m in (v.partition(":") for v in values)}  # fmt: skip
-    return values
+    return {_on_dial(v) if kind == "time" else v for k, v in s.values if k == kind}
+
+
+def _on_dial(time: str) -> str:
+    hour, _, rest = time.partition(":")
+    return f"{int(hour) % 12}:{rest}" if hour.isdigit() else time
 
 
 def typed_value_changed(old: Statement, new: Statement) -> bool:
