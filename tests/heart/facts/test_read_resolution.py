@@ -117,3 +117,65 @@ async def test_search_dates_an_older_value_the_query_ties_to_a_newer_one(
         assert hits[1].newer_value == new.fact.id
     else:  # retired at write time: never recalled
         assert old.fact.id not in ids
+
+
+async def _learn_all(
+    kernel: MemoryKernel, clock: FrozenClock, agent: str, texts: list[str]
+) -> list[uuid.UUID]:
+    ids = []
+    for text in texts:
+        clock.advance(days=1)
+        outcome = await kernel.heart.facts.learn(FactInput(agent_id=agent, content=text))
+        assert outcome.action is LearnAction.ADDED, text
+        ids.append(outcome.fact.id)
+    return ids
+
+
+async def _just_below(kernel: MemoryKernel, agent: str, query: str, old: uuid.UUID,
+                      new: uuid.UUID) -> int:  # fmt: skip
+    """The ``k`` that recalls ``old`` by similarity but not ``new``."""
+    found = await kernel.heart.facts.search(agent, query, k=50)
+    ranked = [h.fact.id for h in sorted(found, key=lambda h: -h.similarity)]
+    k = ranked.index(new)
+    assert ranked.index(old) < k
+    return k
+
+
+async def test_search_finds_a_newer_value_recalled_below_the_top_k_that_names_the_same_thing(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    agent, query = "read-deep", "how much does Biscuit weigh"
+    old, *_, new = await _learn_all(kernel, clock, agent, [
+        "Biscuit weighs 31 pounds.",
+        "The carry-on suitcase weighs 7 kilos empty.", "The road bike weighs 8 kilos.",
+        "How much the kettle weighs is on its box.",
+        "Vet visit today - Biscuit was 27.5 lbs on the scale, so the diet food is working.",
+    ])  # fmt: skip
+    k = await _just_below(kernel, agent, query, old, new)
+    hits = await kernel.heart.facts.search(agent, query, k=k)
+    ids = [h.fact.id for h in hits]
+    assert new in ids  # recalled from below the first k, and put first of its slot
+    if old in ids:
+        assert ids.index(old) == ids.index(new) + 1
+        assert hits[ids.index(old)].newer_value == new
+
+
+async def test_a_fact_below_the_top_k_sharing_only_a_word_dates_nothing(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    agent, query = "read-deep-word", "what is my bedtime"
+    old, new = await _learn_all(kernel, clock, agent, [
+        "My weekday bedtime is 10:30.",
+        "Dr. Osei wants me to take the levothyroxine at bedtime instead, around 10:30pm.",
+    ])  # fmt: skip
+    # Side by side, the read scorer takes the newer fact for a new bedtime ...
+    both = await kernel.heart.facts.search(agent, query, k=2)
+    assert [h.newer_value for h in both if h.fact.id == old] == [new]
+    # ... but recalled below the facts returned, one word in common is not enough.
+    await _learn_all(kernel, clock, agent, [
+        "My bedtime routine is tea and a book.", "Bedtime for the kids is 8 on school nights.",
+    ])  # fmt: skip
+    k = await _just_below(kernel, agent, query, old, new)
+    hits = await kernel.heart.facts.search(agent, query, k=k)
+    assert new not in [h.fact.id for h in hits]
+    assert [h.newer_value for h in hits if h.fact.id == old] == [None]

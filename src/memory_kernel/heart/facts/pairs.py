@@ -14,7 +14,7 @@ from memory_kernel.heart.facts.slots import GENERIC, Statement, stem_is_verb
 
 __all__ = [
     "FRAME_FEATURES", "PAIR_FEATURES", "content_overlap", "covered", "frame_features",
-    "pair_features", "text_features", "topic_anchor", "typed_value_changed",
+    "named_alike", "pair_features", "text_features", "topic_anchor", "typed_value_changed",
 ]  # fmt: skip
 
 PAIR_FEATURES = (
@@ -106,6 +106,11 @@ def shared_names(old: Statement, new: Statement) -> frozenset[str]:
         | (old.names & _opening_name(new))
         | (_opening_name(old) & new.names)
     )
+
+
+def named_alike(old: Statement, new: Statement) -> bool:
+    """Both statements name one thing: a name or an identifier in common."""
+    return bool(shared_names(old, new) or old.identifiers & new.identifiers)
 
 
 def topic_anchor(old: Statement, new: Statement) -> int:

@@ -11,31 +11,50 @@ the word the query asks about is about another thing). Where they do not decide,
 or by the query: both answer it with a value of the kind it asks for, or both hold its
 words. A wrong guess costs an ordering and a "(newer value)" mark, never a fact: the
 threshold is even odds (``read``).
+
+A search judges more facts than it returns (:data:`SEARCH_POOL`): a newer value is often
+phrased without the query's words and recalled below the top ``k``. Such a fact enters the
+results only above an older fact it names alike (``pairs.named_alike``: a name or an
+identifier in common, "Biscuit weighs 31 pounds" / "Vet visit today - Biscuit was 27.5
+lbs"); a word in common is not enough that far down, where facts about other things that
+share one ("bedtime", "team", "house") outnumber the values that replace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
 
 from memory_kernel.heart.facts.change import announces_change
 from memory_kernel.heart.facts.frames import compare
 from memory_kernel.heart.facts.normalise import TextFeatures, features
-from memory_kernel.heart.facts.pairs import pair_features, topic_anchor
+from memory_kernel.heart.facts.pairs import named_alike, pair_features, topic_anchor
 from memory_kernel.heart.facts.query_slot import Query, query_features, query_view
 from memory_kernel.heart.facts.query_swap import swapped_out
+from memory_kernel.heart.facts.recency import MAX_COMPARED, newest_first
 from memory_kernel.heart.facts.relation import RelationThresholds, ruled_update
 from memory_kernel.heart.facts.scorer import LinearScorer
 from memory_kernel.heart.facts.slots import Statement, statement
+from memory_kernel.models.facts import FactSearchHit
+from memory_kernel.vectors import Vector
 
 __all__ = [
+    "SEARCH_POOL",
     "QueryContext",
     "SlotJudge",
+    "newest_hits",
     "query_tied",
     "read_features",
     "read_judge",
     "read_probability",
     "read_ruled",
 ]
+
+
+#: Facts a search reads and judges, at least, whatever it returns.
+SEARCH_POOL = MAX_COMPARED
 
 
 class QueryContext:
@@ -117,3 +136,33 @@ def read_judge(
         return read_probability(features(old), features(new), cosine, t, scorer, ctx) >= at
 
     return judge
+
+
+def newest_hits(
+    hits: Sequence[FactSearchHit], *, k: int, judge: SlotJudge, vectors: Mapping[uuid.UUID, Vector]
+) -> list[FactSearchHit]:
+    """The first ``k`` of ``hits`` (best first) with two current values of one slot
+    resolved: the newer one first, the older one marked with it (``recency``). A hit below
+    the first ``k`` takes part only with an older fact it names alike."""
+    shown = {h.fact.id for h in hits[:k]}
+
+    def updates(old: FactSearchHit, new: FactSearchHit) -> bool:
+        if not (old.fact.id in shown and new.fact.id in shown) and not named_alike(
+            statement(old.fact.content), statement(new.fact.content)
+        ):
+            return False
+        va, vb = vectors.get(old.fact.id), vectors.get(new.fact.id)
+        cosine = 0.0 if va is None or vb is None else float(np.dot(va, vb))
+        return judge(old.fact.content, new.fact.content, cosine)
+
+    ordered, replaced_by = newest_first(
+        hits, key=lambda h: h.fact.id,
+        newer=lambda a, b: (a.fact.valid_from, a.fact.created_at)
+        > (b.fact.valid_from, b.fact.created_at),
+        updates=updates,
+    )  # fmt: skip
+    return [
+        h.model_copy(update={"newer_value": replaced_by[h.fact.id]})
+        if h.fact.id in replaced_by else h
+        for h in ordered[:k]
+    ]  # fmt: skip

@@ -32,8 +32,12 @@ from memory_kernel.heart.facts.policy import (
     decide_pending,
     outcome,
 )
-from memory_kernel.heart.facts.read_resolution import SlotJudge, read_judge
-from memory_kernel.heart.facts.recency import newest_first
+from memory_kernel.heart.facts.read_resolution import (
+    SEARCH_POOL,
+    SlotJudge,
+    newest_hits,
+    read_judge,
+)
 from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.heart.facts.scorers import Scorers, load_scorers
 from memory_kernel.models.enums import FactStatus
@@ -309,13 +313,14 @@ class FactService:
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
             raise ValidationError("k must be an integer between 1 and 1000")
         (vector,) = await self._rt.embed_or_none([query])  # none: the text index still answers
+        pool = max(k, SEARCH_POOL)
         hits: list[FactSearchHit] = []
         vectors: dict[uuid.UUID, Vector] = {}
         async with self._rt.db.connection() as conn:
             statuses: tuple[str, ...] = store.CURRENT
             if vector is not None:
                 rows = await nearest(
-                    conn, facts, agent_id=agent_id, vector=vector, k=k, where=_CONFIDENT,
+                    conn, facts, agent_id=agent_id, vector=vector, k=pool, where=_CONFIDENT,
                     columns=store.SEARCH_COLUMNS, params={"min_confidence": min_confidence},
                 )  # fmt: skip
                 for r in rows:
@@ -327,7 +332,7 @@ class FactService:
                         vectors[hit.fact.id] = found_vector
                 statuses = (FactStatus.PENDING_EMBED.value,)
             found = await store.text_search(
-                conn, agent_id, query, statuses=statuses, k=k, min_confidence=min_confidence
+                conn, agent_id, query, statuses=statuses, k=pool, min_confidence=min_confidence
             )
         seen = {h.fact.id for h in hits}
         hits += [
@@ -336,41 +341,18 @@ class FactService:
             for f in found if f.id not in seen
         ]  # fmt: skip
         hits.sort(key=lambda h: -h.similarity)
-        return self._newest_first(hits[:k], vectors, query, vector)
+        judge = self.slot_judge(query, {
+            h.fact.content: float(np.dot(vectors[h.fact.id], vector))
+            for h in hits
+            if vector is not None and h.fact.id in vectors
+        })  # fmt: skip
+        return newest_hits(hits[:pool], k=k, judge=judge, vectors=vectors)
 
     def slot_judge(self, query: str, cosines: Mapping[str, float]) -> SlotJudge:
         """Whether a newer recalled fact gives an older one's slot a new value, for the facts
         recalled for ``query`` (``cosines``: each fact text's cosine to it): the read scorer
         (``read_resolution``). Pure: no I/O."""
         return read_judge(query, cosines, self.thresholds(), self.scorers.read)
-
-    def _newest_first(
-        self, hits: list[FactSearchHit], vectors: Mapping[uuid.UUID, Vector], query: str,
-        query_vector: Vector | None,
-    ) -> list[FactSearchHit]:  # fmt: skip
-        """Two current values of one slot among the hits: the newer one first, the older
-        one marked with it (``recency``)."""
-        judge = self.slot_judge(query, {
-            h.fact.content: float(np.dot(vectors[h.fact.id], query_vector))
-            for h in hits
-            if query_vector is not None and h.fact.id in vectors
-        })  # fmt: skip
-
-        def cosine(a: Fact, b: Fact) -> float:
-            va, vb = vectors.get(a.id), vectors.get(b.id)
-            return 0.0 if va is None or vb is None else float(np.dot(va, vb))
-
-        ordered, replaced_by = newest_first(
-            hits, key=lambda h: h.fact.id,
-            newer=lambda a, b: (a.fact.valid_from, a.fact.created_at)
-            > (b.fact.valid_from, b.fact.created_at),
-            updates=lambda o, n: judge(o.fact.content, n.fact.content, cosine(o.fact, n.fact)),
-        )  # fmt: skip
-        return [
-            h.model_copy(update={"newer_value": replaced_by[h.fact.id]})
-            if h.fact.id in replaced_by else h
-            for h in ordered
-        ]  # fmt: skip
 
     async def history(self, fact_id: uuid.UUID, *, agent_id: str) -> list[Fact]:
         """The supersession chain ``fact_id`` belongs to (both directions), oldest first."""
