@@ -16,7 +16,15 @@ from memory_kernel.heart.facts.query_slot import (
     query_features,
     query_view,
 )
-from memory_kernel.heart.facts.read_resolution import QueryContext, query_tied, read_probability
+from memory_kernel.heart.facts.read_resolution import (
+    QueryContext,
+    SlotJudge,
+    kind_crowd,
+    query_tied,
+    read_judge,
+    read_probability,
+    tied_by_kind_only,
+)
 from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.heart.facts.scorers import load_scorers
 from memory_kernel.heart.facts.slots import statement
@@ -179,3 +187,40 @@ async def test_a_fact_below_the_top_k_sharing_only_a_word_dates_nothing(
     hits = await kernel.heart.facts.search(agent, query, k=k)
     assert new not in [h.fact.id for h in hits]
     assert [h.newer_value for h in hits if h.fact.id == old] == [None]
+
+
+_MANAGER = "who is my manager"
+_OLD_MANAGER = "My manager is Dana Whitfield."
+# Newer facts that give a name after a change, and share no word with the manager.
+_SCHOOL = "After winter break we switched Ava over to Hawthorne Montessori."
+_REALTOR = "We parted ways with Linda and signed with Theo Baptiste instead."
+_NEW_MANAGER = "Dana left for another company, so I report to Marcus Oyelaran now."
+
+
+# Each fact's cosine to the query under the default embedder.
+_TO_QUERY = {_OLD_MANAGER: 0.62, _SCHOOL: 0.12, _REALTOR: 0.0, _NEW_MANAGER: 0.07}
+
+
+def _judge(recalled: list[str]) -> SlotJudge:
+    scorers = load_scorers(None)
+    t = RelationThresholds.from_config(HeartConfig())
+    return read_judge(_MANAGER, {text: _TO_QUERY[text] for text in recalled}, t, scorers.read)
+
+
+def test_a_tie_by_the_asked_kind_alone_is_told_from_a_tie_by_words() -> None:
+    query, old = query_view(_MANAGER), statement(_OLD_MANAGER)
+    assert tied_by_kind_only(query, old, statement(_SCHOOL))
+    assert not tied_by_kind_only(query, old, statement(_NEW_MANAGER))  # "Dana"
+    both = [_OLD_MANAGER, _SCHOOL, _REALTOR, "The boiler was serviced in May."]
+    assert kind_crowd(query, _OLD_MANAGER, both) == 2  # the boiler gives no name
+
+
+def test_two_newer_values_tied_only_by_the_asked_kind_date_nothing() -> None:
+    # Alone, a stranger that gives a name after a change is taken for the new manager ...
+    assert _judge([_OLD_MANAGER, _SCHOOL])(_OLD_MANAGER, _SCHOOL, 0.04)
+    # ... beside another such stranger, nothing says which one it would be.
+    crowded = _judge([_OLD_MANAGER, _SCHOOL, _REALTOR, _NEW_MANAGER])
+    assert not crowded(_OLD_MANAGER, _SCHOOL, 0.04)
+    assert not crowded(_OLD_MANAGER, _REALTOR, -0.04)
+    # A newer value tied by a word is not part of the crowd.
+    assert crowded(_OLD_MANAGER, _NEW_MANAGER, 0.15)

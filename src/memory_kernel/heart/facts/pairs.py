@@ -15,6 +15,7 @@ from memory_kernel.heart.facts.slots import GENERIC, Statement, stem_is_verb
 __all__ = [
     "FRAME_FEATURES", "PAIR_FEATURES", "content_overlap", "covered", "frame_features",
     "named_alike", "pair_features", "text_features", "topic_anchor", "typed_value_changed",
+    "word_ties",
 ]  # fmt: skip
 
 PAIR_FEATURES = (
@@ -113,20 +114,25 @@ def named_alike(old: Statement, new: Statement) -> bool:
     return bool(shared_names(old, new) or old.identifiers & new.identifiers)
 
 
-def topic_anchor(old: Statement, new: Statement) -> int:
-    """What ties ``new`` to what ``old`` is about: the names and identifiers they share,
-    the words of ``old``'s holder (what its sentence is about, "the spare key", "Dad's PT")
-    found in ``new`` (for a first-person statement, "I do yoga twice a week", the nouns after
-    its verb), and, when both speak of the speaker, a typed value replaced by another of its
-    type. A shared verb or a word of another role ties nothing: two facts of one person
-    about different things share the person."""
+def word_ties(old: Statement, new: Statement) -> int:
+    """What ties ``new`` to what ``old`` is about by their words: the names and identifiers
+    they share, and the words of ``old``'s holder (what its sentence is about, "the spare
+    key", "Dad's PT") found in ``new`` (for a first-person statement, "I do yoga twice a
+    week", the nouns after its verb). A shared verb or a word of another role ties nothing:
+    two facts of one person about different things share the person."""
     ties = {stem(n) for n in shared_names(old, new)} | (old.identifiers & new.identifiers)
     holder = {w for w in old.holder if w != "i" and w not in _GENERIC}
     if not holder:
         holder = {w for w in old.predicate if w not in _GENERIC and not stem_is_verb(w)}
     ties |= {w for w in holder if _match(w, new.topic_pool)}
+    return len(ties)
+
+
+def topic_anchor(old: Statement, new: Statement) -> int:
+    """:func:`word_ties`, and one more when both speak of the speaker and a typed value was
+    replaced by another of its type."""
     own_value = old.personal and new.personal and typed_value_changed(old, new)
-    return len(ties) + int(own_value)
+    return word_ties(old, new) + int(own_value)
 
 
 def _value_relation(old: Statement, new: Statement) -> tuple[float, float, float]:

@@ -23,15 +23,21 @@ share one ("bedtime", "team", "house") outnumber the values that replace.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from memory_kernel.heart.facts.change import announces_change
 from memory_kernel.heart.facts.frames import compare
 from memory_kernel.heart.facts.normalise import TextFeatures, features
-from memory_kernel.heart.facts.pairs import named_alike, pair_features, topic_anchor
-from memory_kernel.heart.facts.query_slot import Query, query_features, query_view
+from memory_kernel.heart.facts.pairs import (
+    covered,
+    named_alike,
+    pair_features,
+    topic_anchor,
+    word_ties,
+)
+from memory_kernel.heart.facts.query_slot import Query, answers, query_features, query_view
 from memory_kernel.heart.facts.query_swap import swapped_out
 from memory_kernel.heart.facts.recency import MAX_COMPARED, newest_first
 from memory_kernel.heart.facts.relation import RelationThresholds, ruled_update
@@ -44,12 +50,14 @@ __all__ = [
     "SEARCH_POOL",
     "QueryContext",
     "SlotJudge",
+    "kind_crowd",
     "newest_hits",
     "query_tied",
     "read_features",
     "read_judge",
     "read_probability",
     "read_ruled",
+    "tied_by_kind_only",
 ]
 
 
@@ -74,6 +82,28 @@ def query_tied(query: Query, old: Statement, new: Statement) -> bool:
     if features["q_answer_both"] and (features["q_cover_old"] or features["q_cover_new"]):
         return True
     return bool(features["q_cover_old"] and features["q_cover_new"])
+
+
+def tied_by_kind_only(query: Query, old: Statement, new: Statement) -> bool:
+    """Nothing ties ``new`` to ``old`` but a value of the kind ``query`` asks for (or, both
+    first-person, of one type): no word in common (``pairs.word_ties``), and none of the
+    query's words on the newer side."""
+    if word_ties(old, new):
+        return False
+    return not (query.content and covered(query.content, new.topic_pool))
+
+
+def kind_crowd(query: Query, old: str, recalled: Iterable[str]) -> int:
+    """The other ``recalled`` facts that could replace ``old`` only by their kind: each
+    answers ``query`` and is :func:`tied_by_kind_only` to it. Where there are two or more,
+    nothing tells which one gives the older fact's slot its new value, so none does."""
+    s_old = statement(old)
+    return sum(
+        1 for text in recalled
+        if text != old
+        and answers(query, (other := statement(text)))
+        and tied_by_kind_only(query, s_old, other)
+    )  # fmt: skip
 
 
 def read_features(
@@ -131,9 +161,17 @@ def read_judge(
     context's recall (``context.current``) both use."""
     ctx = QueryContext(query_view(query), dict(cosines))
     at = scorer.threshold("read")
+    crowds: dict[str, int] = {}
+
+    def crowd(old: str) -> int:
+        if old not in crowds:
+            crowds[old] = kind_crowd(ctx.query, old, ctx.cosines)
+        return crowds[old]
 
     def judge(old: str, new: str, cosine: float) -> bool:
-        return read_probability(features(old), features(new), cosine, t, scorer, ctx) >= at
+        if read_probability(features(old), features(new), cosine, t, scorer, ctx) < at:
+            return False
+        return not tied_by_kind_only(ctx.query, statement(old), statement(new)) or crowd(old) < 2
 
     return judge
 

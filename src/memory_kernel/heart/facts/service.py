@@ -341,12 +341,13 @@ class FactService:
             for f in found if f.id not in seen
         ]  # fmt: skip
         hits.sort(key=lambda h: -h.similarity)
-        judge = self.slot_judge(query, {
-            h.fact.content: float(np.dot(vectors[h.fact.id], vector))
+        hits = hits[:pool]
+        judge = self.slot_judge(query, {  # every recalled fact: 0 where a vector is missing
+            h.fact.content: 0.0 if vector is None or h.fact.id not in vectors
+            else float(np.dot(vectors[h.fact.id], vector))
             for h in hits
-            if vector is not None and h.fact.id in vectors
         })  # fmt: skip
-        return newest_hits(hits[:pool], k=k, judge=judge, vectors=vectors)
+        return newest_hits(hits, k=k, judge=judge, vectors=vectors)
 
     def slot_judge(self, query: str, cosines: Mapping[str, float]) -> SlotJudge:
         """Whether a newer recalled fact gives an older one's slot a new value, for the facts
