@@ -57,8 +57,10 @@ def test_ku_mixed_file_cross_validated_with_the_update_scorer(
     assert "wrongly_dated_at_read" in metrics and "stale_presented_as_current" in metrics
     # Each held-out fold is also checked in one agent holding every pair of the file; the
     # count of retirements across all pairs is a dev-run figure only.
+    # It is read by facts.search and by the context's recall (search_memory).
     for name in ("shared_dated_by_other_pair", "shared_stale_presented_as_current",
-                 "shared_wrongly_superseded_rate"):  # fmt: skip
+                 "shared_wrongly_superseded_rate", "shared_context_dated_by_other_pair",
+                 "shared_context_stale_presented_as_current"):  # fmt: skip
         assert len(metrics[name]["folds"]) == 2
     assert "shared_retired_by_other_pair" not in metrics
 

@@ -177,6 +177,19 @@ def test_the_shared_run_counts_facts_dated_by_another_pairs_fact() -> None:
     assert "dated_by_other_pair" not in ku.score(pairs, checks)  # alone, no stranger exists
 
 
+def test_the_shared_agent_is_scored_as_searched_and_as_recalled_by_the_context() -> None:
+    pairs = [_pair(0, "update"), _pair(1, "distinct")]
+    alone = _check()._replace(old_shown=True, old_dated=True)
+    searched = _check()._replace(old_shown=True)  # shown, and nothing marks it
+    recalled = _check()._replace(old_shown=True, old_dated_by_other=True)
+    metrics = ku.score_with_shared(pairs, [(alone, searched, recalled)] * 2)
+    assert metrics["stale_presented_as_current"] == 0
+    assert metrics["shared_stale_presented_as_current"] == 1
+    assert metrics["shared_dated_by_other_pair"] == 0
+    assert metrics["shared_context_stale_presented_as_current"] == 1
+    assert metrics["shared_context_dated_by_other_pair"] == 2
+
+
 def test_dedup_scores_per_kind(dedup_kinds: Path) -> None:
     _, pairs = dedup.load_pairs(dedup_kinds)
     metrics = dedup.score(pairs, [True, False, True, False])

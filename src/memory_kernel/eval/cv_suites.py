@@ -103,9 +103,7 @@ def _ku_pair(pair: ku.KuPair) -> LabelledPair:
 def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, Fitted]:
     pairs = ku.load_pairs(data)
 
-    async def decide(
-        chosen: Sequence[ku.KuPair], config: MemoryKernelConfig
-    ) -> list[tuple[ku.KuCheck, ku.KuCheck]]:
+    async def decide(chosen: Sequence[ku.KuPair], config: MemoryKernelConfig) -> list[ku.Checked]:
         # Held out, alone and among every pair of the file (the other folds' facts are the
         # strangers a held-out fact must not be taken for).
         return await ku.decide_with_shared(chosen, pairs, embedder, config)

@@ -25,6 +25,9 @@ has no other fact to be mistaken for, so only this run measures that; a file tha
 update and distinct rows makes the store more crowded. Cross-validated, each held-out fold
 is checked in such an agent too, holding every pair of the file with the fold's scorers
 (:func:`decide_with_shared`); the retirements across all pairs stay a development figure.
+The shared agent is read twice: by ``facts.search`` (``shared_*``) and by the context's
+recall (``shared_context_*``: ``search_memory`` for facts, the recall ``pre_turn`` and the
+agent's recall tool use), which ranks its own pool of candidates and resolves them there.
 """
 
 from __future__ import annotations
@@ -131,27 +134,40 @@ async def _learn(
     return list(zip(olds, news, strict=True))
 
 
+Recalled = tuple[uuid.UUID, uuid.UUID | None, str]  # (fact id, newer value's id, text)
+
+
+async def _recall(kernel: MemoryKernel, agent: str, topic: str, *, context: bool) -> list[Recalled]:
+    """The first five facts recalled for ``topic``: by ``facts.search``, or by the context's
+    recall (``search_memory``, the recall of ``pre_turn`` and of the agent's tool)."""
+    if context:
+        found = await kernel.search_memory(agent, topic, search_type="facts", limit=5)
+        return [(h.id, h.replaced_by, h.text) for h in found]
+    hits = await kernel.heart.facts.search(agent, topic, k=5)
+    return [(h.fact.id, h.newer_value, h.fact.content) for h in hits]
+
+
 async def _check(
     kernel: MemoryKernel, agent_of: list[str], pairs: Sequence[KuPair],
-    learned: list[tuple[LearnOutcome, LearnOutcome]],
+    learned: list[tuple[LearnOutcome, LearnOutcome]], *, context: bool = False,
 ) -> list[KuCheck]:  # fmt: skip
     checks = []
     facts = kernel.heart.facts
     for agent, pair, (old, new) in zip(agent_of, pairs, learned, strict=True):
-        hits = await facts.search(agent, pair.topic, k=5)
+        hits = await _recall(kernel, agent, pair.topic, context=context)
         after = await facts.get(old.fact.id, agent_id=agent)
-        old_hit = next((h for h in hits if h.fact.id == old.fact.id), None)
+        marks = {fact_id: newer for fact_id, newer, _ in hits}
+        shown, newer = old.fact.id in marks, marks.get(old.fact.id)
         checks.append(KuCheck(
-            top_is_new=bool(hits) and hits[0].fact.id == new.fact.id,
+            top_is_new=bool(hits) and hits[0][0] == new.fact.id,
             old_current=after.is_current,
             old_admitted=old.action is not LearnAction.REJECTED,
             new_action=new.action.value,
             old_status=after.status.value,
-            top=hits[0].fact.content if hits else "",
-            old_shown=old_hit is not None,
-            old_dated=old_hit is not None and old_hit.newer_value == new.fact.id,
-            old_dated_by_other=old_hit is not None
-            and old_hit.newer_value not in (None, new.fact.id),
+            top=hits[0][2] if hits else "",
+            old_shown=shown,
+            old_dated=shown and newer == new.fact.id,
+            old_dated_by_other=shown and newer not in (None, new.fact.id),
         ))  # fmt: skip
     return checks
 
@@ -165,33 +181,43 @@ async def _alone(
 
 async def _shared(
     kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair]
-) -> tuple[list[KuCheck], list[tuple[LearnOutcome, LearnOutcome]]]:
+) -> tuple[list[KuCheck], list[KuCheck], list[tuple[LearnOutcome, LearnOutcome]]]:
+    """Every pair in one agent, read by ``facts.search`` and by the context's recall."""
     agents = [SHARED_AGENT] * len(pairs)
     learned = await _learn(kernel, clock, agents, pairs)
-    return await _check(kernel, agents, pairs, learned), learned
+    searched = await _check(kernel, agents, pairs, learned)
+    recalled = await _check(kernel, agents, pairs, learned, context=True)
+    return searched, recalled, learned
+
+
+#: What became of one pair: alone, in the shared agent by ``facts.search``, and in the
+#: shared agent by the context's recall.
+Checked = tuple[KuCheck, KuCheck, KuCheck]
 
 
 async def decide_with_shared(
     chosen: Sequence[KuPair], every: Sequence[KuPair], embedder: Embedder,
     config: MemoryKernelConfig | None = None,
-) -> list[tuple[KuCheck, KuCheck]]:  # fmt: skip
+) -> list[Checked]:  # fmt: skip
     """What became of each ``chosen`` pair alone (an agent of its own) and in one agent holding
     ``every`` pair of the file, the rest of the store the chosen pairs must not be
     mistaken for (cross-validation: the held-out pairs among all)."""
     clock = FrozenClock()
     async with eval_kernel(embedder, clock=clock, config=config) as kernel:
         alone = await _alone(kernel, clock, chosen)
-        shared, _ = await _shared(kernel, clock, every)
-    by_id = {p.id: check for p, check in zip(every, shared, strict=True)}
-    return [(a, by_id[p.id]) for p, a in zip(chosen, alone, strict=True)]
+        searched, recalled, _ = await _shared(kernel, clock, every)
+    by_id = {
+        p.id: both for p, both in zip(every, zip(searched, recalled, strict=True), strict=True)
+    }
+    return [(a, *by_id[p.id]) for p, a in zip(chosen, alone, strict=True)]
 
 
-def score_with_shared(
-    pairs: Sequence[KuPair], checks: Sequence[tuple[KuCheck, KuCheck]]
-) -> Metrics:
-    """:func:`score` of the pairs alone, and of the same pairs in the shared agent."""
-    metrics = score(pairs, [alone for alone, _ in checks])
-    metrics.update(score(pairs, [shared for _, shared in checks], prefix="shared_"))
+def score_with_shared(pairs: Sequence[KuPair], checks: Sequence[Checked]) -> Metrics:
+    """:func:`score` of the pairs alone, and of the same pairs in the shared agent, read by
+    ``facts.search`` (``shared_``) and by the context's recall (``shared_context_``)."""
+    metrics = score(pairs, [alone for alone, _, _ in checks])
+    metrics.update(score(pairs, [shared for _, shared, _ in checks], prefix="shared_"))
+    metrics.update(score(pairs, [ctx for _, _, ctx in checks], prefix="shared_context_"))
     return metrics
 
 
@@ -253,21 +279,26 @@ async def run(
     clock = FrozenClock()
     async with eval_kernel(embedder, clock=clock, config=config) as kernel:
         alone = await _alone(kernel, clock, pairs)
-        shared, learned = await _shared(kernel, clock, pairs)
+        shared, recalled, learned = await _shared(kernel, clock, pairs)
         wrong = await _cross_retired(kernel, [(o.fact.id, n.fact.id) for o, n in learned])
-    metrics = score_with_shared(pairs, list(zip(alone, shared, strict=True)))
+    metrics = score_with_shared(pairs, list(zip(alone, shared, recalled, strict=True)))
     metrics["shared_retired_by_other_pair"] = wrong
     return SuiteReport(
         suite="ku",
         data=str(data),
         embedder=embedder.name,
         metrics=metrics,
-        tables={"pairs": _table(pairs, alone), "shared_agent": _table(pairs, shared)},
+        tables={
+            "pairs": _table(pairs, alone),
+            "shared_agent": _table(pairs, shared),
+            "shared_agent_context": _table(pairs, recalled),
+        },
         notes=[
             "newest_value_at_1 counts update pairs whose top search hit for the topic is the "
             "new fact; wrongly_superseded counts distinct pairs whose admitted old fact is no "
             "longer current after the new one was learned",
-            "shared_*: every pair in one agent (old facts first, then new ones)",
+            "shared_*: every pair in one agent (old facts first, then new ones); "
+            "shared_context_*: the same agent read by the context's recall (search_memory)",
         ],
         targets=targets_for("ku", metrics),
     )
