@@ -134,7 +134,12 @@ async def _learn(
     return list(zip(olds, news, strict=True))
 
 
-Recalled = tuple[uuid.UUID, uuid.UUID | None, str]  # (fact id, newer value's id, text)
+class Recalled(NamedTuple):
+    """One fact recalled for a topic."""
+
+    id: uuid.UUID
+    newer: uuid.UUID | None  # the newer value it was marked with (read-time resolution)
+    text: str
 
 
 async def _recall(kernel: MemoryKernel, agent: str, topic: str, *, context: bool) -> list[Recalled]:
@@ -142,9 +147,9 @@ async def _recall(kernel: MemoryKernel, agent: str, topic: str, *, context: bool
     recall (``search_memory``, the recall of ``pre_turn`` and of the agent's tool)."""
     if context:
         found = await kernel.search_memory(agent, topic, search_type="facts", limit=5)
-        return [(h.id, h.replaced_by, h.text) for h in found]
+        return [Recalled(h.id, h.replaced_by, h.text) for h in found]
     hits = await kernel.heart.facts.search(agent, topic, k=5)
-    return [(h.fact.id, h.newer_value, h.fact.content) for h in hits]
+    return [Recalled(h.fact.id, h.newer_value, h.fact.content) for h in hits]
 
 
 async def _check(
@@ -156,15 +161,15 @@ async def _check(
     for agent, pair, (old, new) in zip(agent_of, pairs, learned, strict=True):
         hits = await _recall(kernel, agent, pair.topic, context=context)
         after = await facts.get(old.fact.id, agent_id=agent)
-        marks = {fact_id: newer for fact_id, newer, _ in hits}
+        marks = {hit.id: hit.newer for hit in hits}
         shown, newer = old.fact.id in marks, marks.get(old.fact.id)
         checks.append(KuCheck(
-            top_is_new=bool(hits) and hits[0][0] == new.fact.id,
+            top_is_new=bool(hits) and hits[0].id == new.fact.id,
             old_current=after.is_current,
             old_admitted=old.action is not LearnAction.REJECTED,
             new_action=new.action.value,
             old_status=after.status.value,
-            top=hits[0][2] if hits else "",
+            top=hits[0].text if hits else "",
             old_shown=shown,
             old_dated=shown and newer == new.fact.id,
             old_dated_by_other=shown and newer not in (None, new.fact.id),

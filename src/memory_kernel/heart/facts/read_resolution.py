@@ -18,6 +18,10 @@ results only above an older fact it names alike (``pairs.named_alike``: a name o
 identifier in common, "Biscuit weighs 31 pounds" / "Vet visit today - Biscuit was 27.5
 lbs"); a word in common is not enough that far down, where facts about other things that
 share one ("bedtime", "team", "house") outnumber the values that replace.
+
+A tie by the asked kind of value alone (:func:`tied_by_kind_only`) says only that the newer
+fact gives a value of that kind; where two or more recalled facts could replace an older
+one so (:func:`kind_crowd`), nothing tells which, and none does.
 """
 
 from __future__ import annotations

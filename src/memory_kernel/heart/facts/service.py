@@ -306,7 +306,9 @@ class FactService:
     ) -> list[FactSearchHit]:
         """Current facts most similar to ``query``: vector hits (cosine), plus facts still
         waiting for a vector found by full text (scored by word overlap). Superseded, merged,
-        deprecated and rejected facts are never returned."""
+        deprecated and rejected facts are never returned. Two current values of one slot
+        among the first ``SEARCH_POOL`` recalled: the newer one first, the older one marked
+        with it (``read_resolution.newest_hits``)."""
         check_agent_id(agent_id)
         check_text(query, field="query", max_bytes=_MAX_QUERY_BYTES)
         check_unit_interval(min_confidence, field="min_confidence")
