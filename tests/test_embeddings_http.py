@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +24,7 @@ import pytest
 
 from memory_kernel.embeddings import OpenAICompatibleEmbedder, embed_checked
 from memory_kernel.errors import ConfigError, EmbedderError, InvalidVectorError
+from tests.extras import error_without
 
 DIM = 8
 SLOW_SECONDS = 0.8
@@ -264,22 +261,9 @@ def test_rejects_bad_settings(kwargs: dict[str, float]) -> None:
 
 
 def test_missing_httpx_gives_config_error_with_install_hint() -> None:
-    # A fresh interpreter where importing httpx fails, as on an install without the extra.
-    code = (
-        "import sys; sys.modules['httpx'] = None\n"
-        "from memory_kernel.embeddings import OpenAICompatibleEmbedder\n"
-        "from memory_kernel.errors import ConfigError\n"
-        "try:\n"
-        "    OpenAICompatibleEmbedder('http://127.0.0.1:1', 'm', dim=4)\n"
-        "except ConfigError as exc:\n"
-        "    print(exc)\n"
+    message = error_without(
+        "httpx",
+        "from memory_kernel.embeddings import OpenAICompatibleEmbedder",
+        "OpenAICompatibleEmbedder('http://127.0.0.1:1', 'm', dim=4)",
     )
-    src = Path(__file__).resolve().parents[1] / "src"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(src)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "memory-kernel[openai]" in done.stdout
+    assert "memory-kernel[openai]" in message

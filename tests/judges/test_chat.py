@@ -7,12 +7,8 @@ The server picks its behaviour from the first path segment, ``/<scenario>-<key>/
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -31,6 +27,7 @@ from memory_kernel.models.enums import DecidedBy
 from memory_kernel.models.episodes import AdmissionDecision, EpisodeEnd
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.conftest import schema_config
+from tests.extras import error_without
 from tests.heart.episodes.conftest import admission_event, run
 from tests.httpserver import Reply, Request, Server, json_reply, serve
 
@@ -191,24 +188,12 @@ def test_rejects_bad_settings(kwargs: dict[str, float]) -> None:
 
 
 def test_missing_httpx_gives_config_error_with_install_hint() -> None:
-    code = (
-        "import sys; sys.modules['httpx'] = None\n"
-        "from memory_kernel.judges import ChatJudge\n"
-        "from memory_kernel.errors import ConfigError\n"
-        "try:\n"
-        "    ChatJudge('http://127.0.0.1:1', 'm')\n"
-        "except ConfigError as exc:\n"
-        "    print(exc)\n"
+    message = error_without(
+        "httpx",
+        "from memory_kernel.judges import ChatJudge",
+        "ChatJudge('http://127.0.0.1:1', 'm')",
     )
-    src = Path(__file__).resolve().parents[2] / "src"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(src)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "memory-kernel[openai]" in done.stdout
+    assert "memory-kernel[openai]" in message
 
 
 # -- end to end: the kernel with a ChatJudge ------------------------------------------------
