@@ -46,7 +46,8 @@ _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
-_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+_ORDINAL = r"(?:st|nd|rd|th)?"
+_DAY = rf"\d{{1,2}}{_ORDINAL}"
 _DATE = re.compile(
     rf"\b\d{{4}}[-/]\d{{1,2}}[-/]\d{{1,2}}"  # 2023-08-11, 2023/05/20
     rf"|\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?:\.?,?\s+\d{{4}}\b)?"  # 8 May, 8th of May 2023
@@ -83,9 +84,10 @@ def date_mentions(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in _DATE.finditer(text)]
 
 
-_MONTHS = "january february march april may june july august september october november december"
-_MONTH_NAME = "|".join(_MONTHS.split())
-_ORDINAL = r"(?:st|nd|rd|th)?"
+# Spelled out, not from ``calendar.month_name``: that follows the locale.
+_MONTH_NAME = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+)
 _MONTH_FIRST = re.compile(rf"^({_MONTH_NAME}) (\d{{1,2}}){_ORDINAL} (\d{{4}})$")
 _DAY_FIRST = re.compile(rf"^(\d{{1,2}}){_ORDINAL} (?:of )?({_MONTH_NAME}) (\d{{4}})$")
 

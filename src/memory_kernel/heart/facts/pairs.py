@@ -109,9 +109,14 @@ def shared_names(old: Statement, new: Statement) -> frozenset[str]:
     )
 
 
+def _named_both(old: Statement, new: Statement) -> set[str]:
+    """The names (stemmed) and identifiers both statements give."""
+    return {stem(n) for n in shared_names(old, new)} | (old.identifiers & new.identifiers)
+
+
 def named_alike(old: Statement, new: Statement) -> bool:
     """Both statements name one thing: a name or an identifier in common."""
-    return bool(shared_names(old, new) or old.identifiers & new.identifiers)
+    return bool(_named_both(old, new))
 
 
 def word_ties(old: Statement, new: Statement) -> int:
@@ -120,7 +125,7 @@ def word_ties(old: Statement, new: Statement) -> int:
     key", "Dad's PT") found in ``new`` (for a first-person statement, "I do yoga twice a
     week", the nouns after its verb). A shared verb or a word of another role ties nothing:
     two facts of one person about different things share the person."""
-    ties = {stem(n) for n in shared_names(old, new)} | (old.identifiers & new.identifiers)
+    ties = _named_both(old, new)
     holder = {w for w in old.holder if w != "i" and w not in _GENERIC}
     if not holder:
         holder = {w for w in old.predicate if w not in _GENERIC and not stem_is_verb(w)}

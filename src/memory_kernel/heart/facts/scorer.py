@@ -52,13 +52,10 @@ class LinearScorer:
         """The highest probability the ``known`` feature values can have, whatever values
         between 0 and 1 the ``unknown`` features take: below a threshold, computing those
         cannot make the decision."""
-        z = self.bias
-        for name, mean, scale, weight in zip(
-            self.features, self.mean, self.scale, self.weights, strict=True
-        ):
-            best = (1.0 if weight > 0 else 0.0) if name in unknown else known[name]
-            z += weight * (best - mean) / scale
-        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+        return self.probability([
+            (1.0 if weight > 0 else 0.0) if name in unknown else known[name]
+            for name, weight in zip(self.features, self.weights, strict=True)
+        ])  # fmt: skip
 
     def threshold(self, name: str) -> float:
         try:
