@@ -14,6 +14,7 @@ from memory_kernel.heart.facts.relation import (
     RelationThresholds,
     classify_pair,
     update_probability,
+    veto,
 )
 from memory_kernel.heart.facts.slots import statement
 
@@ -28,6 +29,17 @@ def test_numbers_after_citation_nouns_and_codes_are_identifiers() -> None:
     # ... but an ordinal is a date and a version after "v" is the version's number.
     assert statement("Her dental is on the 17th.").identifiers == frozenset()
     assert statement("It was deprecated in v3.").identifiers == {"3"}
+
+
+def test_after_a_citation_noun_only_a_code_a_number_or_capitals_name_a_thing() -> None:
+    assert statement("We toured the castle on day two.").identifiers == {"2"}
+    assert statement("We toured the castle on day 2.").identifiers == {"2"}
+    assert statement("Boarding is at gate C.").identifiers == {"c"}
+    assert statement("Phase III starts in May.").identifiers == {"iii"}
+    # A lower-case word after one names nothing: "a week", "the platform", "level".
+    assert statement("She is taking a week off.").identifiers == frozenset()
+    assert statement("He joined the platform org.").identifiers == frozenset()
+    assert statement("The launch slipped a week; new date is the 9th.").identifiers == frozenset()
 
 
 def test_values_carry_their_type() -> None:
@@ -150,6 +162,28 @@ def test_look_alikes_are_never_updates(old: str, new: str) -> None:
     for similarity in (0.3, 0.6, 0.9):
         assert _relation(old, new, similarity) is not PairRelation.UPDATE
     assert update_probability(features(old), features(new), 0.6, T) < 0.5
+
+
+def test_an_identifier_only_one_side_names_vetoes_nothing() -> None:
+    # Left out, not contradicted: the newer statement need not repeat "Q2" or the ticket.
+    pairs = [
+        ("The Q2 board meeting is on June 4.", "The board meeting moved to June 11."),
+        ("OPS-771 is blocked on the vendor.", "The vendor ticket is unblocked now."),
+        ("I sit on floor 3 of the annex.", "They moved our team to the main building."),
+    ]
+    for old, new in pairs:
+        assert veto(statement(old), statement(new)) is None
+
+
+def test_two_identifiers_contrast_unless_the_newer_announces_a_change() -> None:
+    article = ("Article 6 covers lawful processing.", "Article 9 covers health data.")
+    assert veto(statement(article[0]), statement(article[1])) == "different identifiers"
+    # The identifier is the value: a code, a host, a password replaced.
+    for old, new in [
+        ("The guest wifi password is maple31.", "IT rotated it this morning, it's cedar58 now."),
+        ("The build agent is ci-runner-04.", "We switched the build agent to ci-runner-09."),
+    ]:
+        assert veto(statement(old), statement(new)) is None
 
 
 def test_a_value_changed_in_the_same_frame_is_an_update_at_any_similarity() -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from memory_kernel.heart.facts.change import announces_change
 from memory_kernel.heart.facts.frames import FrameDiff, abbreviates, compare, may_be_parallel
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
 from memory_kernel.heart.facts.pairs import (
@@ -161,7 +162,7 @@ def veto(old: Statement, new: Statement) -> str | None:
         return "a list item adds, it does not replace"
     if old.irrealis != new.irrealis:
         return "a goal, plan or report beside a statement"
-    if _identifiers_differ(old, new):
+    if _identifiers_contrast(old, new):
         return "different identifiers"
     return None
 
@@ -309,10 +310,32 @@ def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff | None) -> 
 
 
 def _identifiers_differ(old: Statement, new: Statement) -> bool:
-    """An identifier of one side the other does not name, as an identifier, a value or
+    """An identifier of one side the other does not name: never the same statement."""
+    return _unnamed(old, new) or _unnamed(new, old)
+
+
+def _identifiers_contrast(old: Statement, new: Statement) -> bool:
+    """Each side names an identifier the other does not ("Article 25" / "Article 37"):
+    two things, unless the newer announces a change, where the identifier is the value
+    ("The cabin wifi password is pinecone42" / "he reset the router, it's bluejay77 now").
+    An identifier one side leaves out contrasts with nothing ("The Q3 release is on the
+    12th" / "Release slipped a week, the new target is the 19th")."""
+    return _unnamed(old, new) and _unnamed(new, old) and not announces_change(new.text)
+
+
+def _unnamed(mine: Statement, other: Statement) -> bool:
+    """An identifier of ``mine`` that ``other`` does not name, as an identifier, a value or
     the words it abbreviates ("k8s" / "Kubernetes", "S3" / "Simple Storage Service")."""
-    if not old.identifiers and not new.identifiers:
+    if not mine.identifiers:
         return False
+    keys = other.identifiers | {v for _, v in other.values} | other.value_keys()
+    words = [item[2].lower() for item in other.items if item[0] in ("h", "p")]
+    for code in mine.identifiers - keys:
+        raw = next((i[2] for i in mine.items if i[0] == "id" and i[1] == code), code)
+        if not any(abbreviates(raw, words[i:j]) for i in range(len(words))
+                   for j in range(i + 1, min(i + 5, len(words)) + 1)):  # fmt: skip
+            return True
+    return False
     for mine, other in ((old, new), (new, old)):
         keys = other.identifiers | {v for _, v in other.values} | other.value_keys()
         words = [item[2].lower() for item in other.items if item[0] in ("h", "p")]

@@ -266,6 +266,21 @@ user peopl someon
 GENERIC = frozenset(_GENERIC_TEXT.split())
 
 
+def _cited(token: str, low: str, has_digit: bool) -> str | None:
+    """The identifier a token after a citation noun gives, if it gives one: a number or a
+    code ("Article 25", "unit 2B"), a number in words ("day two" is day 2), a letter or
+    capitals ("Gate C", "Phase II"). A lower-case word names nothing ("a week off", "the
+    platform org", "slipped a week; new target")."""
+    if has_digit:
+        return _identifier(low)
+    number = value_of(low)
+    if number is not None and number.isdigit():
+        return number
+    if token.isupper() and len(token) <= 3 and low not in FUNCTION_WORDS:
+        return low
+    return None
+
+
 def abbreviation_like(token: str) -> bool:
     """Short capitals ("SF", "PRs") or a numeronym / letter-digit code ("k8s", "S3")."""
     body = token[:-1] if token.endswith("s") else token
@@ -344,9 +359,10 @@ def statement(text: str) -> Statement:
             has_digit and any(c.isalpha() for c in low) and not _AMPM.match(low)
             and not _ORDINAL.match(low)
         ) or bool(re.fullmatch(r"0\d+", low)))  # "006" numbers a thing  # fmt: skip
-        if prev in _CITATION and (has_digit or len(low) <= 3) and low not in FUNCTION_WORDS:
-            identifiers.add(_identifier(low))
-            items.append(("id", _identifier(low), token))
+        cited = _cited(token, low, has_digit) if prev in _CITATION else None
+        if cited is not None:
+            identifiers.add(cited)
+            items.append(("id", cited, token))
             continue
         if not word and _KIND.match(low):
             items.append(("p" if i >= split else "h", low, token))
