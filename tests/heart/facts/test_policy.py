@@ -47,7 +47,14 @@ def test_normalised_content_ignores_case_and_punctuation() -> None:
     [("The alarm is on.", "The alarm is off."),
      ("The export job succeeded.", "The export job failed."),
      ("Sam likes the new layout.", "Sam does not like the new layout."),
-     ("Mia ranks tea over coffee.", "Mia ranks coffee over tea.")],
+     ("Mia ranks tea over coffee.", "Mia ranks coffee over tea."),
+     # A negating prefix on any word, not only the listed opposites.
+     ("The cache flush is synchronous.", "The cache flush is asynchronous."),
+     ("The March invoice is paid.", "The March invoice is unpaid."),
+     ("The retry path is blocking.", "The retry path is non-blocking."),
+     # Time bounds reversed.
+     ("Ravi worked in Porto until 2021.", "Ravi has worked in Porto since 2021."),
+     ("Backups run before the nightly deploy.", "Backups run after the nightly deploy.")],
 )  # fmt: skip
 def test_flips_are_detected(a: str, b: str) -> None:
     assert flip_reason(features(a), features(b)) is not None
@@ -55,6 +62,14 @@ def test_flips_are_detected(a: str, b: str) -> None:
 
 def test_paraphrase_is_not_a_flip() -> None:
     assert flip_reason(features("Sam likes tea."), features("Sam really likes tea.")) is None
+    # A short word inside a longer one is no negation of it ("insight" is no "in-sight").
+    assert flip_reason(features("Her insight helped."), features("Her sight helped.")) is None
+
+
+def test_a_list_item_beside_a_statement_is_never_its_duplicate() -> None:
+    old, new = "Noa is allergic to shellfish.", "The doctor says Noa is allergic to kiwi as well."
+    for similarity in (0.5, 0.7, 0.9):
+        assert _relation(old, new, similarity) is not PairRelation.DUPLICATE
 
 
 def _relation(old: str, new: str, similarity: float) -> PairRelation:

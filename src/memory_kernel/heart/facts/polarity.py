@@ -13,7 +13,8 @@ from memory_kernel.heart.facts.normalise import TextFeatures, stem
 __all__ = ["flip_reason", "negations", "role_swap"]
 
 _NEGATIONS = frozenset(
-    {"not", "no", "never", "none", "nobody", "nothing", "without", "cannot", "nor", "neither"}
+    {"not", "no", "never", "none", "nobody", "nothing", "without", "cannot", "nor", "neither",
+     "non"}  # "non" stands alone only where a hyphen was: "non-blocking"
 )
 
 # Opposite words (base forms, stemmed below like the text is); irregular forms map to a base.
@@ -31,6 +32,7 @@ _OPPOSITES = (
     ("upgrade", "downgrade"), ("install", "uninstall"), ("gain", "lose"),
     ("agree", "disagree"), ("able", "unable"), ("supported", "unsupported"),
     ("maximum", "minimum"), ("allowed", "forbidden"), ("present", "absent"),
+    ("before", "after"), ("since", "until|till"),
 )  # fmt: skip
 _ANTONYMS: tuple[tuple[str, frozenset[str]], ...] = tuple(
     (stem(left), frozenset(stem(r) for r in right.split("|"))) for left, right in _OPPOSITES
@@ -69,6 +71,32 @@ def _antonym_flip(a: TextFeatures, b: TextFeatures) -> str | None:
     return None
 
 
+# Negating prefixes and the shortest word each negates: below it, a prefix is mostly part of
+# another word ("insight" is no "in-sight", "discover" no "dis-cover", "around" no "a-round").
+_NEGATING_PREFIXES = (("non", 4), ("un", 4), ("dis", 6), ("in", 6), ("im", 6), ("il", 6),
+                      ("ir", 6), ("a", 7))  # fmt: skip
+
+
+def _negated(word: str, other: str) -> bool:
+    """``word`` is ``other`` with a negating prefix ("asynchronous" / "synchronous",
+    "unpaid" / "paid")."""
+    return any(
+        len(other) >= shortest and word == prefix + other
+        for prefix, shortest in _NEGATING_PREFIXES
+    )
+
+
+def _prefix_flip(a: TextFeatures, b: TextFeatures) -> str | None:
+    """A word of one text that is a word of the other negated by a prefix."""
+    wa, wb = set(a.words), set(b.words)
+    for mine, other in ((wa - wb, wb - wa), (wb - wa, wa - wb)):
+        for word in mine:
+            base = next((o for o in other if _negated(word, o)), None)
+            if base is not None:
+                return f"negated by a prefix ({base}/{word})"
+    return None
+
+
 def role_swap(a: TextFeatures, b: TextFeatures) -> bool:
     """``A over B`` vs ``B over A`` (also than / instead of / rather than / versus)."""
     shared = set(a.content) & set(b.content)
@@ -88,7 +116,7 @@ def flip_reason(a: TextFeatures, b: TextFeatures) -> str | None:
     """Why ``b`` says the opposite of ``a``, or ``None`` when no flip is visible."""
     if negations(a.words) % 2 != negations(b.words) % 2:
         return "negation differs"
-    antonym = _antonym_flip(a, b)
+    antonym = _antonym_flip(a, b) or _prefix_flip(a, b)
     if antonym is not None:
         return antonym
     if role_swap(a, b):

@@ -301,6 +301,8 @@ def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff | None) -> 
     that share under a third of their words."""
     if old.question != new.question or old.irrealis != new.irrealis:
         return False  # a question, a condition or a report never restates a statement
+    if old.list_item != new.list_item:
+        return False  # "... sesame as well" adds to a list the other statement began
     if old.value_keys() != new.value_keys():
         return False
     if content_overlap(old, new) < _RESTATED_OVERLAP:
