@@ -10,6 +10,7 @@ import pytest
 
 from memory_kernel.config import HeartConfig
 from memory_kernel.heart.facts.admission import AdmissionReason, admit_fact
+from memory_kernel.heart.facts.admission_features import possessive
 from memory_kernel.heart.facts.normalise import features, normalise_content, stem, value_of
 from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.policy import Candidate, NewFact, plan_learn, reinforced
@@ -120,7 +121,11 @@ def test_dissimilar_is_unrelated() -> None:
      ("We chatted about things.", AdmissionReason.VAGUE),
      ("Honesty is important.", AdmissionReason.PLATITUDE),
      ("Python is a programming language.", AdmissionReason.UNIVERSAL),
-     ("Cats are animals.", AdmissionReason.UNIVERSAL), ("...", AdmissionReason.NO_CONTENT)],
+     ("Cats are animals.", AdmissionReason.UNIVERSAL), ("...", AdmissionReason.NO_CONTENT),
+     # Thanks, greetings, laughter with nothing particular beside them.
+     ("Thank you so much, you've been amazing!", AdmissionReason.GREETING),
+     ("lol my tea went cold again", AdmissionReason.GREETING),
+     ("Hey! Hope your weekend went well.", AdmissionReason.GREETING)],
 )  # fmt: skip
 def test_admission_rejects_noise(text: str, reason: AdmissionReason) -> None:
     decision = admit_fact(text)
@@ -131,10 +136,19 @@ def test_admission_rejects_noise(text: str, reason: AdmissionReason) -> None:
 @pytest.mark.parametrize(
     "text",
     ["Noor's build machine has 64 GB of RAM.", "Our on-call rotation changes on Mondays.",
-     "I am vegetarian.", "The billing export runs at 04:00 UTC.", "Kai prefers async reviews."],
+     "I am vegetarian.", "The billing export runs at 04:00 UTC.", "Kai prefers async reviews.",
+     # A greeting beside something particular: the fact stays.
+     "Hey, my new desk number is 4B-112.", "Thanks - Priya's flight lands at 6:40 pm.",
+     # An interjection that is only a filler is no chatter.
+     "oh and my son is allergic to sesame"],
 )  # fmt: skip
 def test_admission_keeps_specific_facts(text: str) -> None:
     assert admit_fact(text).admitted
+
+
+def test_a_contraction_is_no_possessive() -> None:
+    assert possessive("priya's") and possessive("app's")
+    assert not any(possessive(w) for w in ("that's", "it's", "let's", "you're", "don't"))
 
 
 def test_explicit_bypasses_the_gate() -> None:

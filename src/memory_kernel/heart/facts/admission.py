@@ -25,6 +25,7 @@ from memory_kernel.heart.facts.admission_features import (
     ADMISSION_FEATURES,
     admission_features,
     is_question,
+    possessive,
 )
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens, value_of
 from memory_kernel.heart.facts.scorer import LinearScorer, packaged
@@ -61,6 +62,14 @@ _SMALL_TALK = _set(
     thanks thank ty please welcome ok okay k kk yes yeah yep yup no nope sure alright
     right cool great nice good fine awesome perfect sounds sound lol haha hmm um uh oh
     ah wow gotcha noted understood agreed np sorry
+    """
+)
+# Greeting, thanking, laughing, groaning: the turn is talk to the listener. A discourse
+# filler ("oh", "um", "hmm") is not here: "oh, my daughter is allergic to peanuts".
+_CHATTER = _set(
+    """
+    hi hello hey hiya howdy thanks thank ty haha hehe lol lmao ugh yay omg wow yikes
+    bye goodbye cheers
     """
 )
 # Words that point at nothing in particular: a fact made only of these says nothing.
@@ -112,7 +121,7 @@ def _anchored(words: list[str], original: str) -> bool:
     """A value, a possessive or a name: something that points at one particular thing."""
     if any(value_of(w) is not None for w in words):
         return True
-    if any("'" in w for w in words):  # possessives: "Priya's", "the app's"
+    if any(possessive(w) for w in words):  # "Priya's", "the app's"
         return True
     # A capitalised word inside the sentence is a name (people, products, places).
     inner = re.findall(r"(?<=[\w,;:] )[A-Z][\w-]*", original)
@@ -176,6 +185,8 @@ def admit_fact(
     if all(w in _SMALL_TALK for w in content_words):
         return reject(AdmissionReason.GREETING)
     anchored = _anchored(words, content)
+    if not anchored and any(w in _CHATTER for w in words):
+        return reject(AdmissionReason.GREETING)  # "Thanks so much, that's super helpful!"
     # "We talked for a while" is personal but still says nothing: pronouns do not count here.
     if not anchored and all(w in _VAGUE or w in _SMALL_TALK for w in content_words):
         return reject(AdmissionReason.VAGUE)

@@ -13,7 +13,9 @@ from functools import lru_cache
 
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens, value_of
 
-__all__ = ["ADMISSION_FEATURES", "admission_features", "is_question", "is_request"]
+__all__ = [
+    "ADMISSION_FEATURES", "admission_features", "is_question", "is_request", "possessive",
+]
 
 
 def _set(text: str) -> frozenset[str]:
@@ -98,6 +100,13 @@ def is_request(text: str) -> bool:
     )
 
 
+def possessive(word: str) -> bool:
+    """A name's or a noun's "'s" ("Priya's", "the app's"): one particular thing. A
+    contraction ("that's", "it's", "you're", "don't", "let's") points at nothing."""
+    base, _, rest = word.partition("'")
+    return rest == "s" and base not in FUNCTION_WORDS and base != "let"
+
+
 def _share(words: list[str], vocabulary: frozenset[str]) -> float:
     return sum(w in vocabulary for w in words) / len(words) if words else 0.0
 
@@ -110,7 +119,8 @@ def admission_features(text: str) -> dict[str, float]:
     names = [n for n in _INNER_NAME.findall(text) if n.lower() not in FUNCTION_WORDS]
     values = sum(value_of(w) is not None for w in words)
     codes = len(_CODE.findall(text))
-    anchored = bool(names or values or codes or any("'" in w for w in words))
+    owned = any(possessive(w) for w in words)
+    anchored = bool(names or values or codes or owned)
     first = words[0] if words else ""
     user_subject = " ".join(words[:2]) in ("the user", "user is", "user has") or first == "user"
     opener = text.split()[0] if text.split() else ""
@@ -139,7 +149,7 @@ def admission_features(text: str) -> dict[str, float]:
         "named_subject": float(named),
         "values": min(values, 3) / 3,
         "codes": min(codes, 3) / 3,
-        "possessive": float(any("'" in w for w in words)),
+        "possessive": float(owned),
         "personal": float(personal),
         "user_subject": float(user_subject),
         "deictic": float(any(w in _DEICTIC for w in words)),
