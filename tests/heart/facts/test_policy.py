@@ -140,7 +140,9 @@ def test_admission_rejects_noise(text: str, reason: AdmissionReason) -> None:
      # A greeting beside something particular: the fact stays.
      "Hey, my new desk number is 4B-112.", "Thanks - Priya's flight lands at 6:40 pm.",
      # An interjection that is only a filler is no chatter.
-     "oh and my son is allergic to sesame"],
+     "oh and my son is allergic to sesame",
+     # One word and a figure that says what it measures.
+     "Retro is at 4:15.", "Parking is $14 a day."],
 )  # fmt: skip
 def test_admission_keeps_specific_facts(text: str) -> None:
     assert admit_fact(text).admitted

@@ -142,9 +142,13 @@ def admission_features(text: str) -> dict[str, float]:
     )
     personal = any(w in _PERSONAL for w in words)
     numbered = any(re.fullmatch(r"0\d+", w) for w in words)
+    referent = _value_referent(words)
+    # A figure that says what it measures ("at 9:30", "$1,850 a month") is content, like a
+    # word; a weekday or a month alone is not ("Monday comes after Sunday").
+    figure = referent and any(c.isdigit() for c in text)
     return {
         # The speaker ("I", "we") and an identifier ("006") are referents, like a name.
-        "content_words": min(len(content) + personal + numbered, 2) / 2,
+        "content_words": min(len(content) + personal + numbered + figure, 2) / 2,
         "names": min(len(names), 3) / 3,
         "named_subject": float(named),
         "values": min(values, 3) / 3,
@@ -163,7 +167,7 @@ def admission_features(text: str) -> dict[str, float]:
         "short_unanchored": float(len(content) <= 3 and not (anchored or named or personal)),
         "condition": float(any(w in _CONDITION for w in words)),
         "request": float(is_request(text)),
-        "value_referent": _value_referent(words),
+        "value_referent": referent,
         # "The logo colour ...", "Our cluster ...": a particular thing of this world.
         "definite_subject": float(first in ("the", "our", "my", "this") and not user_subject),
     }
