@@ -50,6 +50,8 @@ def test_the_asked_word_swapped_for_another_is_another_thing(
         # The asked word is kept: a new value of the same slot.
         ("what is my gym membership", "My gym membership is $45 a month.",
          "My gym membership is $52 a month."),
+        # The asked words left out beside a time word: said shorter, not another thing.
+        ("how many miles do I run", "I run 12 easy miles.", "Ran 15 easy today."),
     ],
 )  # fmt: skip
 def test_no_swap_when_not_parallel_or_the_asked_word_stays(query: str, old: str, new: str) -> None:

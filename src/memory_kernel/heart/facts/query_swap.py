@@ -23,7 +23,7 @@ from difflib import SequenceMatcher
 
 from memory_kernel.heart.facts.pairs import covered
 from memory_kernel.heart.facts.query_slot import Query
-from memory_kernel.heart.facts.slots import Statement, stem_is_verb
+from memory_kernel.heart.facts.slots import GENERIC, Statement, stem_is_verb
 
 __all__ = ["MAX_SWAPPED", "swapped_out"]
 
@@ -71,6 +71,9 @@ def swapped_out(query: Query, old: Statement, new: Statement) -> bool:
             w for w in _things(a[i1:i2])
             if _asked(w, query) and covered((w,), new.topic_pool) == 0
         ]  # fmt: skip
-        if lost and not any(_asked(w, query) for w in came):
+        # Replaced by a thing, not left out beside a time word ("I can do 5 strict
+        # pull-ups" / "Hit 8 strict today!!").
+        put = [w for w in _things(b[j1:j2]) if w not in GENERIC]
+        if lost and put and not any(_asked(w, query) for w in came):
             swapped = True
     return swapped
