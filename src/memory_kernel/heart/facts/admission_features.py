@@ -35,6 +35,9 @@ _INDEFINITE = _set(
     some few various certain general several kind sort bit lot
     """
 )
+# Nouns of measure that are vague only as a quantity: "a lot of", "a bit", not "the parking
+# lot" or "a 64-bit build".
+_AMOUNT_NOUNS = _set("bit lot")
 _HEDGES = _set("may might could perhaps possibly maybe probably seems seem seemed likely")
 # The conversation and the agent as the topic: speech acts, chat objects, the roles.
 _SPEECH_ACTS = _set(
@@ -107,6 +110,14 @@ def possessive(word: str) -> bool:
     return rest == "s" and base not in FUNCTION_WORDS and base != "let"
 
 
+def _indefinite(words: list[str]) -> list[str]:
+    """The words of ``words`` that point at nothing in particular."""
+    return [
+        w for i, w in enumerate(words)
+        if w in _INDEFINITE and (w not in _AMOUNT_NOUNS or (i and words[i - 1] == "a"))
+    ]  # fmt: skip
+
+
 def _share(words: list[str], vocabulary: frozenset[str]) -> float:
     return sum(w in vocabulary for w in words) / len(words) if words else 0.0
 
@@ -143,6 +154,7 @@ def admission_features(text: str) -> dict[str, float]:
     personal = any(w in _PERSONAL for w in words)
     numbered = any(re.fullmatch(r"0\d+", w) for w in words)
     referent = _value_referent(words)
+    vague = _indefinite(words)
     # A figure that says what it measures ("at 9:30", "$1,850 a month") is content, like a
     # word; a weekday or a month alone is not ("Monday comes after Sunday").
     figure = referent and any(c.isdigit() for c in text)
@@ -157,7 +169,7 @@ def admission_features(text: str) -> dict[str, float]:
         "personal": float(personal),
         "user_subject": float(user_subject),
         "deictic": float(any(w in _DEICTIC for w in words)),
-        "vague": _share(content, _INDEFINITE) + 0.5 * float(any(w in _INDEFINITE for w in words)),
+        "vague": _share(content, frozenset(vague)) + 0.5 * float(bool(vague)),
         "hedge": float(any(w in _HEDGES for w in words)),
         "meta": _meta(words),
         "transient": float(any(w in _TRANSIENT for w in words)),
