@@ -52,6 +52,7 @@ def test_the_asked_word_swapped_for_another_is_another_thing(
          "My gym membership is $52 a month."),
         # The asked words left out beside a time word: said shorter, not another thing.
         ("how many miles do I run", "I run 12 easy miles.", "Ran 15 easy today."),
+        ("how many chin-ups can I do", "I can do 6 full chin-ups.", "Did 9 full this morning."),
     ],
 )  # fmt: skip
 def test_no_swap_when_not_parallel_or_the_asked_word_stays(query: str, old: str, new: str) -> None:

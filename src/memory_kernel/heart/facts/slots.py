@@ -257,10 +257,11 @@ def _identifier(code: str) -> str:
 
 
 # Words too common to show that two statements are about the same thing: time words and
-# units belong to values, these adjectives qualify anything.
+# units belong to values, these adjectives qualify anything. Written as the stems that
+# statements keep ("morn" for morning, "minut" for minutes).
 _GENERIC_TEXT = """
 new old last first next other same big small good great main time day week month year
-hour minut second today tonight now morning night weekend weekday everi thing lot way
+hour minut second today tonight now morn night weekend weekday every thing lot way
 user peopl someon
 """
 GENERIC = frozenset(_GENERIC_TEXT.split())
