@@ -8,7 +8,7 @@ import pytest
 from memory_kernel.config import HeartConfig
 from memory_kernel.heart.facts.normalise import features
 from memory_kernel.heart.facts.query_slot import query_view
-from memory_kernel.heart.facts.query_swap import swapped_out
+from memory_kernel.heart.facts.query_swap import other_time, swapped_out
 from memory_kernel.heart.facts.read_resolution import read_ruled
 from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.heart.facts.slots import statement
@@ -62,3 +62,16 @@ def test_no_swap_when_not_parallel_or_the_asked_word_stays(query: str, old: str,
 def test_a_query_without_content_words_swaps_nothing() -> None:
     old, new = statement("The tablet has 64 GB of storage."), statement("The tablet has 2 GHz.")
     assert not swapped_out(query_view("what is it"), old, new)
+
+
+def test_a_query_pinned_to_a_period_is_not_answered_by_another_period() -> None:
+    query = query_view("how much was the water bill in March")
+    old = statement("The water bill for March was $61.")
+    assert other_time(query, old, statement("April's water bill came to $74."))
+    t = RelationThresholds.from_config(HeartConfig())
+    assert read_ruled(query, features(old.text), features("April's water bill came to $74."), t) == 0.0
+    # The same period named again, or no period at all: the scorer decides.
+    assert not other_time(query, old, statement("Correction: March's water bill was $66."))
+    assert not other_time(query, old, statement("The water bill is $66 now."))
+    assert not other_time(query_view("how much is the water bill"), old,
+                          statement("April's water bill came to $74."))  # fmt: skip

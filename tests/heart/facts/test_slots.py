@@ -42,6 +42,11 @@ def test_after_a_citation_noun_only_a_code_a_number_or_capitals_name_a_thing() -
     assert statement("The launch slipped a week; new date is the 9th.").identifiers == frozenset()
 
 
+def test_a_weekday_or_month_owning_a_noun_is_still_that_day() -> None:
+    assert ("date", "june") in statement("June's bill is $130.").values
+    assert ("day", "friday") in statement("Friday's standup is cancelled.").values
+
+
 def test_values_carry_their_type() -> None:
     values = statement("Departure is now 2:15 p.m., the fare $1.2k, 20 minutes late.").values
     assert ("time", "14:15") in values and ("money", "$1200") in values

@@ -23,9 +23,12 @@ from difflib import SequenceMatcher
 
 from memory_kernel.heart.facts.pairs import covered
 from memory_kernel.heart.facts.query_slot import Query
-from memory_kernel.heart.facts.slots import GENERIC, Statement, stem_is_verb
+from memory_kernel.heart.facts.slots import GENERIC, Statement, statement, stem_is_verb
 
-__all__ = ["MAX_SWAPPED", "swapped_out"]
+__all__ = ["MAX_SWAPPED", "other_time", "swapped_out"]
+
+#: The kinds of value that pin a query to a period.
+_PERIODS = ("date", "day", "year")
 
 #: Words one substitution may replace on each side: a word or a compound ("standing
 #: desks" -> "monitor arms"); a longer span is a rewrite, not a parallel sentence.
@@ -77,3 +80,17 @@ def swapped_out(query: Query, old: Statement, new: Statement) -> bool:
         if lost and put and not any(_asked(w, query) for w in came):
             swapped = True
     return swapped
+
+
+def other_time(query: Query, old: Statement, new: Statement) -> bool:
+    """The query pins a period ("in June", "on Sundays", "in 2019") that ``old`` gives and
+    ``new`` does not, where ``new`` gives another of that kind: ``new`` is about another
+    period ("Electric bill for May was $96" / "June's bill is $130", asked "my bill in
+    May"), not a new value of the asked one."""
+    for kind, value in statement(query.text).values:
+        if (
+            kind in _PERIODS and (kind, value) in old.values and (kind, value) not in new.values
+            and any(k == kind for k, _ in new.values)
+        ):  # fmt: skip
+            return True
+    return False

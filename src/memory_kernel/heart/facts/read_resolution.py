@@ -42,7 +42,7 @@ from memory_kernel.heart.facts.pairs import (
     word_ties,
 )
 from memory_kernel.heart.facts.query_slot import Query, answers, query_features, query_view
-from memory_kernel.heart.facts.query_swap import swapped_out
+from memory_kernel.heart.facts.query_swap import other_time, swapped_out
 from memory_kernel.heart.facts.recency import MAX_COMPARED, newest_first
 from memory_kernel.heart.facts.relation import RelationThresholds, ruled_update
 from memory_kernel.heart.facts.scorer import LinearScorer
@@ -128,11 +128,13 @@ def read_ruled(
     query: Query, old: TextFeatures, new: TextFeatures, t: RelationThresholds
 ) -> float | None:
     """1 or 0 where the rules decide the pair for ``query`` (the write-time rules, then
-    :func:`~memory_kernel.heart.facts.query_swap.swapped_out`); ``None``: the scorer must."""
+    :func:`~memory_kernel.heart.facts.query_swap.swapped_out` and
+    :func:`~memory_kernel.heart.facts.query_swap.other_time`); ``None``: the scorer must."""
     ruled = ruled_update(old, new, t)
     if ruled is not None:
         return ruled
-    if swapped_out(query, statement(old.text), statement(new.text)):
+    s_old, s_new = statement(old.text), statement(new.text)
+    if swapped_out(query, s_old, s_new) or other_time(query, s_old, s_new):
         return 0.0
     return None
 

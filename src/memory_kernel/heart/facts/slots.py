@@ -203,6 +203,8 @@ def _raw_tokens(text: str) -> list[str]:
 
 def _typed_value(token: str, lower: str, nxt: str) -> tuple[str, str] | None:
     """``(type, value)`` of a token that is a value, with the next word as its unit."""
+    if lower.endswith("'s") and lower[:-2] in _WEEKDAYS | _MONTHS:
+        lower = lower[:-2]  # "July's bill": the month
     plain = lower.isalpha()  # times, amounts and measures all have a digit
     ampm = None if plain else _AMPM.match(lower)
     if ampm:
