@@ -67,9 +67,10 @@ def test_a_query_without_content_words_swaps_nothing() -> None:
 def test_a_query_pinned_to_a_period_is_not_answered_by_another_period() -> None:
     query = query_view("how much was the water bill in March")
     old = statement("The water bill for March was $61.")
-    assert other_time(query, old, statement("April's water bill came to $74."))
+    april = "April's water bill came to $74."
+    assert other_time(query, old, statement(april))
     t = RelationThresholds.from_config(HeartConfig())
-    assert read_ruled(query, features(old.text), features("April's water bill came to $74."), t) == 0.0
+    assert read_ruled(query, features(old.text), features(april), t) == 0.0
     # The same period named again, or no period at all: the scorer decides.
     assert not other_time(query, old, statement("Correction: March's water bill was $66."))
     assert not other_time(query, old, statement("The water bill is $66 now."))

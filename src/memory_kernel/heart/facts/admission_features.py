@@ -15,7 +15,7 @@ from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens, value_of
 
 __all__ = [
     "ADMISSION_FEATURES", "admission_features", "is_question", "is_request", "possessive",
-]
+]  # fmt: skip
 
 
 def _set(text: str) -> frozenset[str]:

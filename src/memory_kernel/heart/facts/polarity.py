@@ -12,10 +12,11 @@ from memory_kernel.heart.facts.normalise import TextFeatures, stem
 
 __all__ = ["flip_reason", "negations", "role_swap"]
 
+# "non" stands alone only where a hyphen was: "non-blocking".
 _NEGATIONS = frozenset(
     {"not", "no", "never", "none", "nobody", "nothing", "without", "cannot", "nor", "neither",
-     "non"}  # "non" stands alone only where a hyphen was: "non-blocking"
-)
+     "non"}
+)  # fmt: skip
 
 # Opposite words (base forms, stemmed below like the text is); irregular forms map to a base.
 _OPPOSITES = (
@@ -81,8 +82,7 @@ def _negated(word: str, other: str) -> bool:
     """``word`` is ``other`` with a negating prefix ("asynchronous" / "synchronous",
     "unpaid" / "paid")."""
     return any(
-        len(other) >= shortest and word == prefix + other
-        for prefix, shortest in _NEGATING_PREFIXES
+        len(other) >= shortest and word == prefix + other for prefix, shortest in _NEGATING_PREFIXES
     )
 
 

@@ -338,15 +338,6 @@ def _unnamed(mine: Statement, other: Statement) -> bool:
                    for j in range(i + 1, min(i + 5, len(words)) + 1)):  # fmt: skip
             return True
     return False
-    for mine, other in ((old, new), (new, old)):
-        keys = other.identifiers | {v for _, v in other.values} | other.value_keys()
-        words = [item[2].lower() for item in other.items if item[0] in ("h", "p")]
-        for code in mine.identifiers - keys:
-            raw = next((i[2] for i in mine.items if i[0] == "id" and i[1] == code), code)
-            if not any(abbreviates(raw, words[i:j]) for i in range(len(words))
-                       for j in range(i + 1, min(i + 5, len(words)) + 1)):  # fmt: skip
-                return True
-    return False
 
 
 def scored_stage(

@@ -15,7 +15,16 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, frozen, stem, value_of
+from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, frozen, stem
+from memory_kernel.heart.facts.values import (
+    AMPM,
+    MONEY,
+    ORDINAL,
+    UNIT_SUFFIX,
+    cited,
+    identifier,
+    typed_value,
+)
 
 __all__ = ["GENERIC", "Statement", "abbreviation_like", "statement", "stem_is_verb"]
 
@@ -36,11 +45,6 @@ _RAW = re.compile(
     r"|[?]",
     re.IGNORECASE,
 )
-_AMPM = re.compile(r"^(\d{1,2})(?::(\d{2}))?\s?([ap])\.?m\.?$", re.IGNORECASE)
-_UNIT_SUFFIX = re.compile(r"^(\d[\d,.]*)(kg|g|mg|ml|l|km|mi|gb|tb|mb|kb|ms|s|h|x|lbs?|c|f)$")
-_MONEY = re.compile(r"^([$€£¥])?\s?(\d[\d,]*(?:\.\d+)?)\s?(k|m|bn|million|billion)?$")
-_SCALE = {"k": 1e3, "m": 1e6, "bn": 1e9, "million": 1e6, "billion": 1e9}
-_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
 _KIND = re.compile(r"^\d+(?:\.\d+)?-[a-z]+$")  # "1-bedroom", "45-minute": a kind of thing
 
 # Nouns whose number names a thing rather than measuring it.
@@ -112,24 +116,6 @@ _TIME_WORDS = _set(
     summer winter spring autumn fall season week month year quarter
     """
 )
-_DURATION_UNITS = _set(
-    "second seconds sec secs minute minutes min mins hour hours hr hrs day days week weeks "
-    "month months year years ms"
-)
-_MEASURE_UNITS = _set(
-    "gb tb mb kb kg g mg ml l km mi lb lbs pound pounds mile miles meter meters m cm mm inch "
-    "inches ft feet kcal calories calorie cup cups ms"
-)
-# One name per unit: "12 min" and "12 minutes" are the same duration.
-_UNIT_NAMES = {
-    "sec": "second", "secs": "second", "seconds": "second", "min": "minute", "mins": "minute",
-    "minutes": "minute", "hr": "hour", "hrs": "hour", "hours": "hour", "days": "day", "mile": "mi",
-    "weeks": "week", "months": "month", "years": "year", "lb": "lbs", "pound": "lbs",
-    "pounds": "lbs", "calories": "kcal", "calorie": "kcal", "cups": "cup", "miles": "mi",
-}  # fmt: skip
-_WEEKDAYS = _set("monday tuesday wednesday thursday friday saturday sunday")
-_MONTHS = _set("january february march april june july august september october november december")
-_DATE_NEXT = FUNCTION_WORDS | _MONTHS | _WEEKDAYS  # "the first of May", "first Monday"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,63 +187,6 @@ def _raw_tokens(text: str) -> list[str]:
     return [t.replace("’", "'") for t in _RAW.findall(text)]
 
 
-def _typed_value(token: str, lower: str, nxt: str) -> tuple[str, str] | None:
-    """``(type, value)`` of a token that is a value, with the next word as its unit."""
-    if lower.endswith("'s") and lower[:-2] in _WEEKDAYS | _MONTHS:
-        lower = lower[:-2]  # "July's bill": the month
-    plain = lower.isalpha()  # times, amounts and measures all have a digit
-    ampm = None if plain else _AMPM.match(lower)
-    if ampm:
-        hours, minutes, half = ampm.groups()
-        hour = int(hours) % 12 + (12 if half == "p" else 0)
-        return "time", f"{hour}:{minutes or '00'}"
-    if lower in _WEEKDAYS or lower.rstrip("s") in _WEEKDAYS:
-        return "day", lower.rstrip("s")
-    if lower in _MONTHS:
-        return "date", lower
-    money = None if plain else _MONEY.match(lower)
-    if money and (money.group(1) or money.group(3)):
-        currency, number, scale = money.groups()
-        amount = float(number.replace(",", "")) * _SCALE.get(scale or "", 1.0)
-        shown = str(int(amount)) if amount.is_integer() else str(amount)
-        return ("money" if currency else "number"), f"{currency or ''}{shown}"
-    unit = None if plain else _UNIT_SUFFIX.match(lower)
-    if unit:
-        return "measure", f"{unit.group(1).replace(',', '')}{unit.group(2)}"
-    value = value_of(lower)
-    if value is None:
-        return None
-    if ":" in value:
-        return "time", value
-    if value[0] in "$€£¥":
-        return "money", value
-    if value.endswith("%"):
-        return "percent", value
-    if value.endswith("th"):  # "the 9th", "June 1st"; before a noun it ranks ("first job")
-        return ("rank" if nxt.isalpha() and nxt not in _DATE_NEXT else "date"), value
-    if nxt in _MEASURE_UNITS:
-        return "measure", f"{value}{_UNIT_NAMES.get(nxt, nxt)}"
-    if nxt in _DURATION_UNITS:
-        return "duration", f"{value} {_UNIT_NAMES.get(nxt, stem(nxt))}"
-    if nxt in ("times", "time") or lower in ("once", "twice", "thrice"):
-        return "frequency", value
-    if re.fullmatch(r"(19|20)\d\d", value):
-        return "year", value
-    if "." in value and token[0].isdigit() and value.count(".") >= 1 and nxt not in ("",):
-        return "number", value
-    return "number", value
-
-
-def _identifier(code: str) -> str:
-    """The comparable part of an identifier: "v3" and "version 3" are the same one, and so
-    are "P1" and "P1s"."""
-    version = re.fullmatch(r"v(\d[\d.]*)", code)
-    if version:
-        return version.group(1)
-    code = code.strip(".-")
-    return code[:-1] if re.fullmatch(r"[a-z]+\d+s", code) else code
-
-
 # Words too common to show that two statements are about the same thing: time words and
 # units belong to values, these adjectives qualify anything. Written as the stems that
 # statements keep ("morn" for morning, "minut" for minutes).
@@ -267,21 +196,6 @@ hour minut second today tonight now morn night weekend weekday every thing lot w
 user peopl someon
 """
 GENERIC = frozenset(_GENERIC_TEXT.split())
-
-
-def _cited(token: str, low: str, has_digit: bool) -> str | None:
-    """The identifier a token after a citation noun gives, if it gives one: a number or a
-    code ("Article 25", "unit 2B"), a number in words ("day two" is day 2), a letter or
-    capitals ("Gate C", "Phase II"). A lower-case word names nothing ("a week off", "the
-    platform org", "slipped a week; new target")."""
-    if has_digit:
-        return _identifier(low)
-    number = value_of(low)
-    if number is not None and number.isdigit():
-        return number
-    if token.isupper() and len(token) <= 3 and low not in FUNCTION_WORDS:
-        return low
-    return None
 
 
 def abbreviation_like(token: str) -> bool:
@@ -359,23 +273,23 @@ def statement(text: str) -> Statement:
         word = low.isalpha()  # most tokens: no digit, so no code, kind, amount or unit
         has_digit = not word and any(c.isdigit() for c in low)
         is_code = not word and ((
-            has_digit and any(c.isalpha() for c in low) and not _AMPM.match(low)
-            and not _ORDINAL.match(low)
+            has_digit and any(c.isalpha() for c in low) and not AMPM.match(low)
+            and not ORDINAL.match(low)
         ) or bool(re.fullmatch(r"0\d+", low)))  # "006" numbers a thing  # fmt: skip
-        cited = _cited(token, low, has_digit) if prev in _CITATION else None
-        if cited is not None:
-            identifiers.add(cited)
-            items.append(("id", cited, token))
+        code = cited(token, low, has_digit) if prev in _CITATION else None
+        if code is not None:
+            identifiers.add(code)
+            items.append(("id", code, token))
             continue
         if not word and _KIND.match(low):
             items.append(("p" if i >= split else "h", low, token))
             continue
-        money = None if word else _MONEY.match(low)
-        if is_code and not _UNIT_SUFFIX.match(low) and not (money and money.group(3)):
-            identifiers.add(_identifier(low))
-            items.append(("id", _identifier(low), token))
+        money = None if word else MONEY.match(low)
+        if is_code and not UNIT_SUFFIX.match(low) and not (money and money.group(3)):
+            identifiers.add(identifier(low))
+            items.append(("id", identifier(low), token))
             continue
-        typed = _typed_value(token, low, nxt)
+        typed = typed_value(token, low, nxt)
         if typed is not None:
             values.add(typed)
             items.append(("v", f"{typed[0]}={typed[1]}", token))
