@@ -101,6 +101,27 @@ def test_the_rules_still_veto_at_read_time(old: str, new: str, query: str) -> No
     assert _probability(old, new, query) == 0.0
 
 
+def test_a_state_question_about_an_identifier_is_answered_by_what_names_it() -> None:
+    query = query_view("what is the status of 014")
+    old, new = statement("014 status: PLANNED"), statement("014 merged into main today.")
+    assert answers(query, old) and answers(query, new)
+    assert query_features(query, old, new, 0.0, 0.0)["q_state"] == 1.0
+    assert not answers(query, statement("015 merged into main today."))
+
+
+async def test_search_shows_the_newer_state_of_a_numbered_item_first(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    facts, agent = kernel.heart.facts, "read-state"
+    old = await facts.learn(FactInput(agent_id=agent, content="014 status: PLANNED"))
+    clock.advance(days=1)
+    new = await facts.learn(FactInput(agent_id=agent, content="014 merged into main today."))
+    hits = await facts.search(agent, "what is the status of 014", k=5)
+    assert hits[0].fact.id == new.fact.id
+    if (await facts.get(old.fact.id, agent_id=agent)).is_current:
+        assert next(h for h in hits if h.fact.id == old.fact.id).newer_value == new.fact.id
+
+
 def test_the_packaged_read_scorer_reads_pair_and_query_features() -> None:
     read = load_scorers(None).read
     assert read.features == READ_FEATURES

@@ -125,11 +125,13 @@ _QUESTION_WORDS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """The slot a query asks about: its content words and the kinds of value it asks for."""
+    """The slot a query asks about: its content words, the identifiers it names ("the
+    status of 006") and the kinds of value it asks for."""
 
     text: str
     content: frozenset[str]
     asked: frozenset[str]
+    identifiers: frozenset[str] = frozenset()
 
 
 # A turn's recall reads its query's view once per node; queries may be 1 MiB messages, so
@@ -148,7 +150,7 @@ def query_view(text: str) -> Query:
         w for w in parsed.content | frozenset(parsed.names)
         if w not in _QUESTION_WORDS and w not in _LIGHT and w != "i"
     )  # fmt: skip
-    return Query(text=text, content=content, asked=asked)
+    return Query(text=text, content=content, asked=asked, identifiers=parsed.identifiers)
 
 
 def _kinds(s: Statement) -> frozenset[str]:
@@ -162,8 +164,10 @@ def _kinds(s: Statement) -> frozenset[str]:
 
 def answers(query: Query, s: Statement) -> bool:
     """``s`` carries a value of a kind ``query`` asks for (for a state: ``s`` speaks of
-    one of the query's words)."""
+    one of the query's words or identifiers)."""
     if STATE in query.asked:
+        if query.identifiers & s.identifiers:
+            return True
         return bool(query.content) and covered(query.content, s.topic_pool) > 0
     return bool(query.asked & _kinds(s))
 
