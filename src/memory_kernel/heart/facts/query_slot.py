@@ -53,7 +53,9 @@ READ_FEATURES = READ_PAIR_FEATURES + QUERY_FEATURES
 _NUMERIC = frozenset({"number", "money", "measure", "percent"})
 #: The kind a question about a state asks for: any statement about its subject answers it.
 STATE = "state"
-_WHEN = frozenset({"time", "date", "day", "year"})
+#: The kinds of value that pin a query to a period.
+_PERIODS = frozenset({"date", "day", "year"})
+_WHEN = _PERIODS | {"time"}
 _ASKED: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
     (re.compile(pattern), kinds)
     for pattern, kinds in (
@@ -126,12 +128,14 @@ _QUESTION_WORDS = frozenset(
 @dataclass(frozen=True, slots=True)
 class Query:
     """The slot a query asks about: its content words, the identifiers it names ("the
-    status of 006") and the kinds of value it asks for."""
+    status of 006"), the periods it is pinned to ("in June": ``("date", "june")``) and the
+    kinds of value it asks for."""
 
     text: str
     content: frozenset[str]
     asked: frozenset[str]
-    identifiers: frozenset[str] = frozenset()
+    identifiers: frozenset[str]
+    periods: frozenset[tuple[str, str]]
 
 
 # A turn's recall reads its query's view once per node; queries may be 1 MiB messages, so
@@ -150,7 +154,8 @@ def query_view(text: str) -> Query:
         w for w in parsed.content | frozenset(parsed.names)
         if w not in _QUESTION_WORDS and w not in _LIGHT and w != "i"
     )  # fmt: skip
-    return Query(text=text, content=content, asked=asked, identifiers=parsed.identifiers)
+    periods = frozenset(v for v in parsed.values if v[0] in _PERIODS)
+    return Query(text, content, asked, parsed.identifiers, periods)
 
 
 def _kinds(s: Statement) -> frozenset[str]:

@@ -23,12 +23,9 @@ from difflib import SequenceMatcher
 
 from memory_kernel.heart.facts.pairs import covered
 from memory_kernel.heart.facts.query_slot import Query
-from memory_kernel.heart.facts.slots import GENERIC, Statement, statement, stem_is_verb
+from memory_kernel.heart.facts.slots import GENERIC, Statement, stem_is_verb
 
 __all__ = ["MAX_SWAPPED", "other_time", "swapped_out"]
-
-#: The kinds of value that pin a query to a period.
-_PERIODS = ("date", "day", "year")
 
 #: Words one substitution may replace on each side: a word or a compound ("standing
 #: desks" -> "monitor arms"); a longer span is a rewrite, not a parallel sentence.
@@ -87,10 +84,7 @@ def other_time(query: Query, old: Statement, new: Statement) -> bool:
     ``new`` does not, where ``new`` gives another of that kind: ``new`` is about another
     period ("Electric bill for May was $96" / "June's bill is $130", asked "my bill in
     May"), not a new value of the asked one."""
-    for kind, value in statement(query.text).values:
-        if (
-            kind in _PERIODS and (kind, value) in old.values and (kind, value) not in new.values
-            and any(k == kind for k, _ in new.values)
-        ):  # fmt: skip
-            return True
-    return False
+    return any(
+        period in old.values and period not in new.values and period[0] in new.value_types
+        for period in query.periods
+    )
