@@ -256,6 +256,11 @@ def test_evidence_coverage_full_text_or_long_prefix() -> None:
     assert ContextText("x: Short turn here. y").covers("short turn here")
     assert ctx.coverage([long_turn, "never said"]) == 0.5
     assert ctx.coverage([]) is None
+    # A date the line restates inside a turn's text is the context's, not the turn's.
+    restated = "- [8 May 2023] user: I finally booked [8 May 2023] the pottery course at Clayhouse"
+    assert ContextText(restated + " Studio, six Thursdays in a row.").covers(long_turn)
+    other = "- [8 May 2023] user: I finally booked [see notes] the pottery course at Clayhouse"
+    assert not ContextText(other + " Studio, six Thursdays in a row.").covers(long_turn)
 
 
 def test_date_mentions() -> None:

@@ -13,7 +13,9 @@
 - **Evidence coverage**: a turn is covered when its normalised text occurs in the context,
   or, for a longer turn, its first 60 normalised characters (extended to the end of the
   word), since a memory may keep only the beginning of a turn. A question's coverage is
-  the share of its evidence turns covered.
+  the share of its evidence turns covered. The date a dated line restates inside itself
+  (``[8 May 2023]``, ``context.dated``) is the context's decoration, not the turn's text:
+  coverage reads past it, wherever the line happens to restate it.
 - **Stale shown as current** (knowledge-update questions with stale answers): the context
   holds a stale answer and not the current one, or it holds a stale answer *undated*. An
   occurrence is *dated* when a date mention ends at most 200 characters before it starts
@@ -42,6 +44,8 @@ ARTICLES = frozenset({"a", "an", "the"})
 DATED_WINDOW_CHARS = 200
 PREFIX_CHARS = 60
 _WORD = re.compile(r"[^\W_]+")
+# The date a dated line opens with and restates (``context.dated.stamp``).
+_STAMP = re.compile(r"\[\d{1,2} [A-Z][a-z]+ \d{4}\]")
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
@@ -162,10 +166,15 @@ class ContextText:
         needle = normalise(turn_text)
         if not needle:
             return False
-        if f" {needle} " in self._padded:
+        if f" {needle} " in self._unstamped:
             return True
         cut = needle.find(" ", PREFIX_CHARS)
-        return cut >= 0 and f" {needle[:cut]} " in self._padded
+        return cut >= 0 and f" {needle[:cut]} " in self._unstamped
+
+    @cached_property
+    def _unstamped(self) -> str:
+        """The padded normalised text without the dates dated lines restate."""
+        return f" {normalise(_STAMP.sub(' ', self.raw))} "
 
     def coverage(self, evidence: Sequence[str]) -> float | None:
         """Share of the evidence turns covered; ``None`` without evidence."""
