@@ -105,6 +105,24 @@ async def test_a_recalled_turn_is_shown_with_the_answer_to_the_question_it_raise
     ), lines[0]
 
 
+async def test_a_turn_told_on_a_better_line_is_not_shown_again(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    agent = "told-once-agent"
+    question = "That's moving! How did the kids react at the military memorial?"
+    await exchange(
+        kernel, agent, "Last week we took the kids to the military memorial downtown.", question
+    )
+    await exchange(kernel, agent, "Awestruck and humbled, all three.", "Lovely.")
+    asked = await ask_later(
+        kernel, agent, "How did the kids feel at the military memorial?", after=timedelta(days=1)
+    )
+    # Both turns are recalled, and the better one's line tells the other (the question
+    # with its answer, or the statement with the question and its answer): once each.
+    for said in ("took the kids to the military memorial", question, "Awestruck and humbled"):
+        assert asked.count(said) == 1, asked
+
+
 def _item(source: MemorySource, text: str, score: float, **meta: str) -> ContextItem:
     hit = MemoryHit(
         source=source, id=uuid.uuid4(), text=text, similarity=score, confidence=0.7,

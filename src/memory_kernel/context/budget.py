@@ -38,7 +38,10 @@ from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, N
 from memory_kernel.protocols import TokenCounter
 from memory_kernel.similarity import word_overlap, words
 
-__all__ = ["DUPLICATE_OVERLAP", "SOURCE_OVERLAP", "Assembly", "assemble", "render", "truncate"]
+__all__ = [
+    "ALONE", "DUPLICATE_OVERLAP", "SOURCE_OVERLAP", "TOLD", "Assembly", "assemble", "render",
+    "truncate",
+]  # fmt: skip
 
 #: Streamed items sharing more than this share of words are one memory told twice: only
 #: near-verbatim repeats pass 0.8 (a paraphrase shares far fewer words).
@@ -51,6 +54,7 @@ _CLAIM_ORDER = (Tier.RECENT, Tier.TOOL, Tier.STREAMED, Tier.SYSTEM)
 _DISPLAY_ORDER = (Tier.SYSTEM, Tier.STREAMED, Tier.TOOL, Tier.RECENT)
 _HAPPENED = frozenset({MemorySource.EPISODE, MemorySource.TURN})
 ALONE = "line_alone"  # a hit's metadata: the shorter line its item falls back to
+TOLD = "turns_told"  # a turn hit's metadata: ids of the turns its line shows after it
 
 
 @dataclass(slots=True)
@@ -200,7 +204,13 @@ def _stream(
     given back when the line fits in its place), so a fact never evicts its source."""
     seen: list[Kept] = []
     whole: set[uuid.UUID] = set()  # turns kept and shown whole
+    on_screen: set[uuid.UUID] = set()  # turns a kept line shows: its own, those it tells
     for section, item in _by_score(sections):
+        if item.hit is not None and item.hit.id in on_screen:
+            packer.duplicates += 1  # a better line tells this turn already
+            continue
+        if _told(item) & on_screen:
+            item = _alone(item)  # its replies are on screen: the turn alone
         new = read(section.node, item)
         if new.source is not None and (
             new.source in whole or any(_tells(k.item, new.said, source) for k in seen)
@@ -231,19 +241,32 @@ def _stream(
                 packer.give_back(k.node, k.item)
                 seen.remove(k)
                 packer.duplicates += 1
-        if (
-            not _fits_instead(packer, section, item, ())
-            and item.hit is not None
-            and ALONE in item.hit.metadata
-        ):
+        if not _fits_instead(packer, section, item, ()):
             # A question shown with its reply (context.replies): the question alone, then.
-            item = item.model_copy(update={"text": str(item.hit.metadata[ALONE])})
+            item = _alone(item)
         if packer.take(section, item, droppable=True):
             seen.append(new)
-            if new.kind == "turn" and item.hit is not None and _shows_whole(item):
-                whole.add(item.hit.id)
+            if new.kind == "turn" and item.hit is not None:
+                on_screen |= {item.hit.id, *_told(item)}
+                if _shows_whole(item):
+                    whole.add(item.hit.id)
         else:
             packer.dropped += 1
+
+
+def _alone(item: ContextItem) -> ContextItem:
+    """A turn shown with the turns after it (``context.replies``) as its line alone."""
+    if item.hit is None or ALONE not in item.hit.metadata:
+        return item
+    return item.model_copy(update={"text": str(item.hit.metadata[ALONE])})
+
+
+def _told(item: ContextItem) -> set[uuid.UUID]:
+    """The turns ``item``'s line shows after its own (none once it is shown alone)."""
+    hit = item.hit
+    if hit is None or TOLD not in hit.metadata or item.text == hit.metadata.get(ALONE):
+        return set()
+    return {uuid.UUID(str(told)) for told in hit.metadata[TOLD]}
 
 
 def _rest(rest: Rest | None, new: Kept, repeated: Sequence[Kept]) -> ContextItem | None:

@@ -20,7 +20,7 @@ from memory_kernel.context.dated import flatten, stamp, within_reach
 from memory_kernel.context.excerpt import excerpt
 from memory_kernel.context.provenance import few_extracted, said_at
 from memory_kernel.context.recaller import Recaller
-from memory_kernel.context.replies import ALONE, FOLLOW_UP, REPLY, answers, asks
+from memory_kernel.context.replies import ALONE, FOLLOW_UP, REPLY, TOLD, answers, asks
 from memory_kernel.context.retrieval import query_words
 from memory_kernel.dates import resolve_relative
 from memory_kernel.models.context import (
@@ -177,7 +177,7 @@ class RecallNode:
                 alone = format_hit(hit.model_copy(update={"text": said}))
                 said = " → ".join([said, *(f"{t.role}: {t.content.strip()}" for t in told)])
                 reply = "\n".join(t.content for t in told)
-                meta = {**hit.metadata, REPLY: reply, ALONE: alone}
+                meta = {**hit.metadata, REPLY: reply, ALONE: alone, TOLD: [str(t.id) for t in told]}
                 hit = hit.model_copy(update={"metadata": meta})
             shown_hit = hit.model_copy(update={"text": said})
             items.append(ContextItem(text=format_hit(shown_hit), hit=hit))

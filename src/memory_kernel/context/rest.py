@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 
 from memory_kernel.context.excerpt import ELLIPSIS, excerpt, sentences
 from memory_kernel.context.repeats import REST
-from memory_kernel.context.replies import ALONE, REPLY
+from memory_kernel.context.replies import ALONE, REPLY, TOLD
 from memory_kernel.models.context import ContextItem, MemoryHit
 from memory_kernel.similarity import words
 
@@ -74,7 +74,7 @@ def rest_of(
         pieces.append(ELLIPSIS)
     shown = excerpt(" ".join(pieces), list(query_words), max_chars=max_chars)
     # Shown alone: the reply a question was shown with belongs to its whole line.
-    meta = {k: v for k, v in hit.metadata.items() if k not in (REPLY, ALONE)}
+    meta = {k: v for k, v in hit.metadata.items() if k not in (REPLY, ALONE, TOLD)}
     rested = hit.model_copy(update={"metadata": {**meta, REST: shown}})
     line = render(rested.model_copy(update={"text": shown}))
     return ContextItem(text=line, hit=rested)
