@@ -23,6 +23,7 @@ from memory_kernel.heart.facts.read_resolution import (
     query_tied,
     read_judge,
     read_probability,
+    read_ruled,
     tied_by_kind_only,
 )
 from memory_kernel.heart.facts.relation import RelationThresholds
@@ -101,6 +102,32 @@ def test_the_rules_still_veto_at_read_time(old: str, new: str, query: str) -> No
     assert _probability(old, new, query) == 0.0
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        # In parallel, with more than a value changed (a verb, an added word or time).
+        ("The billing worker is pinned to Python 3.10.",
+         "bumped billing worker to python 3.12 tonight",
+         "which python version does the billing worker run"),
+        ("Our cleaner comes on Tuesdays.", "oh the cleaner comes Fridays now",
+         "when does the cleaner come"),
+        # An identifier swapped where the newer announces the change: it is the value.
+        ("The staging VPN passphrase is otter55.",
+         "Changed the staging VPN passphrase to heron81.", "what is the staging vpn passphrase"),
+    ],
+)  # fmt: skip
+def test_a_parallel_pair_the_rules_are_not_sure_of_goes_to_the_scorer(
+    old: str, new: str, query: str
+) -> None:
+    t = RelationThresholds.from_config(HeartConfig())
+    assert read_ruled(query_view(query), features(old), features(new), t) is None
+    assert _probability(old, new, query) >= 0.5
+    # Another holder in the same frame stays ruled out, announced or not.
+    other = new.replace("staging", "prod").replace("cleaner", "gardener")
+    other = other.replace("billing worker", "search indexer")
+    assert _probability(old, other, query) < 0.5
+
+
 def test_a_state_question_about_an_identifier_is_answered_by_what_names_it() -> None:
     query = query_view("what is the status of 014")
     old, new = statement("014 status: PLANNED"), statement("014 merged into main today.")
@@ -121,6 +148,9 @@ def test_the_packaged_read_scorer_reads_pair_and_query_features() -> None:
     [
         ("The ferry leaves at 7:40.", "From Monday the ferry now goes at 8:05 instead.",
          "what time does the ferry leave"),
+        # In parallel with more than a value changed: the scorer, not the rules, decides.
+        ("Our cleaner comes on Tuesdays.", "oh the cleaner comes Fridays now",
+         "when does the cleaner come"),
         # A state question about a numbered item: answered by what names the item.
         ("014 status: PLANNED", "014 merged into main today.", "what is the status of 014"),
     ],

@@ -3,7 +3,8 @@ new value of an older one's slot?
 
 The same rules as at write time decide first (``relation.ruled_update``: a question, a
 list item, a goal beside a statement or another identifier is never an update; a pair
-written in parallel is one only when nothing but a value changed), then one rule only the
+written in parallel is one when nothing but a value changed, and none when it restates or
+names another holder or identifier), then one rule only the
 query can give (``query_swap``: a look-alike written in parallel whose newer side replaces
 the word the query asks about is about another thing). Where they do not decide, the
 **read scorer** (logistic regression over the pair features and the query features of
