@@ -77,6 +77,16 @@ def _relation(old: str, new: str, similarity: float) -> PairRelation:
     return classify_pair(features(old), features(new), similarity, T).relation
 
 
+def test_a_change_to_someone_the_older_fact_does_not_name_is_never_its_duplicate() -> None:
+    old = "Priya runs the quarterly audit."
+    new = "The quarterly audit is Tomasz's now, Priya moved over to payroll."
+    for similarity in (0.5, 0.7, 0.9):
+        assert _relation(old, new, similarity) is not PairRelation.DUPLICATE
+    # Without a change announced, or naming no one new, a restatement may still merge.
+    restated = "The quarterly audit is run by Priya."
+    assert _relation(old, restated, 0.9) is PairRelation.DUPLICATE
+
+
 def test_changed_number_is_an_update_never_a_duplicate() -> None:
     assert _relation("The queue holds 500 jobs.", "The queue holds 800 jobs.", 0.9) == (
         PairRelation.UPDATE

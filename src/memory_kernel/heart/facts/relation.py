@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from memory_kernel.heart.facts.change import announces_change
 from memory_kernel.heart.facts.frames import FrameDiff, abbreviates, compare, may_be_parallel
-from memory_kernel.heart.facts.normalise import TextFeatures, same_stem
+from memory_kernel.heart.facts.normalise import TextFeatures, same_stem, tokens
 from memory_kernel.heart.facts.pairs import (
     FRAME_FEATURES,
     PAIR_FEATURES,
@@ -318,8 +318,18 @@ def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff | None) -> 
         return False
     if content_overlap(old, new) < _RESTATED_OVERLAP:
         return False
+    if announces_change(new.text) and _names_another(old, new):
+        return False  # "Billing migration is Lena's now, Marcus moved over to infra."
     parallel_entity = diff is not None and diff.parallel and diff.entity > 0
     return not parallel_entity and not _identifiers_differ(old, new)
+
+
+def _names_another(old: Statement, new: Statement) -> bool:
+    """``new`` names someone or something (a capitalised word inside it) that ``old`` does
+    not mention: with a change announced, the new holder of the value, never a restatement.
+    Merging it would keep the older value and lose the newer one."""
+    said = set(tokens(old.text)) | old.topic_pool
+    return any(name not in said for name in new.names)
 
 
 def _identifiers_differ(old: Statement, new: Statement) -> bool:
