@@ -128,6 +128,19 @@ def test_a_parallel_pair_the_rules_are_not_sure_of_goes_to_the_scorer(
     assert _probability(old, other, query) < 0.5
 
 
+def test_two_states_of_one_numbered_item_answer_a_state_question_newest_first() -> None:
+    t = RelationThresholds.from_config(HeartConfig())
+    old = features("Ticket 7302: waiting on legal review")
+
+    def ruled(new: str, query: str) -> float | None:
+        return read_ruled(query_view(query), old, features(new), t)
+
+    assert ruled("Ticket 7302: approved", "what's the status of ticket 7302") == 1.0
+    assert ruled("Ticket 7320: approved", "what's the status of ticket 7302") == 0.0
+    # Not a question about its state: the scorer weighs the pair.
+    assert ruled("Ticket 7302: approved", "who is reviewing ticket 7302") is None
+
+
 def test_a_state_question_about_an_identifier_is_answered_by_what_names_it() -> None:
     query = query_view("what is the status of 014")
     old, new = statement("014 status: PLANNED"), statement("014 merged into main today.")

@@ -25,7 +25,7 @@ from memory_kernel.heart.facts.slots import GENERIC, Statement, statement
 
 __all__ = [
     "QUERY_FEATURES", "READ_FEATURES", "READ_PAIR_FEATURES", "STATE", "Query", "answers",
-    "query_features", "query_view",
+    "query_features", "query_view", "states_of_one_item",
 ]  # fmt: skip
 
 QUERY_FEATURES = (
@@ -175,6 +175,16 @@ def answers(query: Query, s: Statement) -> bool:
             return True
         return bool(query.content) and covered(query.content, s.topic_pool) > 0
     return bool(query.asked & _kinds(s))
+
+
+def states_of_one_item(query: Query, old: Statement, new: Statement) -> bool:
+    """``query`` asks for the state of the numbered things it names ("what's the status of
+    ticket 4411"), and ``old`` and ``new`` both name exactly those and no other: two states
+    of one item, the newer is how it is now ("Ticket 4411: blocked on vendor API keys" /
+    "Ticket 4411: in review"; "006 status: PLANNED" / "006 shipped")."""
+    if STATE not in query.asked or not query.identifiers:
+        return False
+    return query.identifiers <= old.identifiers and old.identifiers == new.identifiers
 
 
 def query_features(

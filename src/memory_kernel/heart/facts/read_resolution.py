@@ -6,7 +6,9 @@ list item, a goal beside a statement or another identifier is never an update; a
 written in parallel is one when nothing but a value changed, and none when it restates or
 names another holder or identifier), then one rule only the
 query can give (``query_swap``: a look-alike written in parallel whose newer side replaces
-the word the query asks about is about another thing). Where they do not decide, the
+the word the query asks about is about another thing; ``query_slot.states_of_one_item``: a
+question about the state of a numbered thing, "the status of ticket 4411", is answered
+newest first by two statements naming exactly that thing). Where they do not decide, the
 **read scorer** (logistic regression over the pair features and the query features of
 ``query_slot``) decides, for pairs that are tied by their words (``pairs.topic_anchor``)
 or by the query: both answer it with a value of the kind it asks for, or both hold its
@@ -42,7 +44,13 @@ from memory_kernel.heart.facts.pairs import (
     topic_anchor,
     word_ties,
 )
-from memory_kernel.heart.facts.query_slot import Query, answers, query_features, query_view
+from memory_kernel.heart.facts.query_slot import (
+    Query,
+    answers,
+    query_features,
+    query_view,
+    states_of_one_item,
+)
 from memory_kernel.heart.facts.query_swap import other_time, swapped_out
 from memory_kernel.heart.facts.recency import MAX_COMPARED, newest_first
 from memory_kernel.heart.facts.relation import RelationThresholds, ruled_update
@@ -137,6 +145,8 @@ def read_ruled(
     s_old, s_new = statement(old.text), statement(new.text)
     if swapped_out(query, s_old, s_new) or other_time(query, s_old, s_new):
         return 0.0
+    if states_of_one_item(query, s_old, s_new):
+        return 1.0
     return None
 
 
