@@ -1,5 +1,5 @@
 """Digests of everything the fact pair rules compute for the development pairs: the
-verdict of ``classify_pair``, the update probability recall uses, the frame alignment and
+verdict of ``classify_pair``, the update probability without a query, the frame alignment and
 every pair feature, for each pair in both orders at several similarities, and for each
 statement against its nearest other statements (the unrelated pairs a learn mostly sees).
 

@@ -174,9 +174,11 @@ def _scored(scorer: LinearScorer, features: dict[str, float]) -> float:
 def update_probability(
     old: TextFeatures, new: TextFeatures, similarity: float, t: RelationThresholds
 ) -> float:
-    """How likely ``new`` gives a new value of ``old``'s slot: 1 or 0 where the rules are
-    sure (a veto, a parallel pair), else the update scorer's probability. Recall uses it to
-    show the newer of two current facts first."""
+    """How likely ``new`` gives a new value of ``old``'s slot, without a query: 1 or 0
+    where the rules are sure (a veto, a parallel pair), else the update scorer's
+    probability, whatever the firm tie ``classify_pair`` also needs to retire. Recall
+    decides with the query instead (``read_resolution``); this is the write-time view of a
+    pair, for inspection and the pair digests."""
     ruled = ruled_update(old, new, t)
     if ruled is not None:
         return ruled
