@@ -144,6 +144,14 @@ def test_a_reply_a_recalled_decision_was_drafted_from_is_taken_off_its_question(
     assert untold([turns, decided])[0].items[0].text == "Which database?"
 
 
+def test_another_value_under_the_key_of_the_turns_a_line_tells_breaks_nothing() -> None:
+    # A hit's metadata is a free mapping: another value under the key breaks nothing.
+    turn = _item(MemorySource.TURN, "We ship on Fridays.", 0.9, turns_told="not turn ids")
+    turns = NodeContent(node="turns", title="T", tier=Tier.STREAMED, items=(turn,))
+    fitted = assemble([turns], budget=200, counter=EstimatingTokenCounter())
+    assert fitted.text == "## T\n- We ship on Fridays."
+
+
 def test_a_pair_that_does_not_fit_falls_back_to_its_question_alone() -> None:
     pair = _item(MemorySource.TURN, PAIR, 0.9, answered_by=REPLY_TEXT, line_alone="Which database?")
     turns = NodeContent(node="turns", title="T", tier=Tier.STREAMED, items=(pair,))

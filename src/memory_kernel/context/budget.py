@@ -262,11 +262,17 @@ def _alone(item: ContextItem) -> ContextItem:
 
 
 def _told(item: ContextItem) -> set[uuid.UUID]:
-    """The turns ``item``'s line shows after its own (none once it is shown alone)."""
+    """The turns ``item``'s line shows after its own (none once it is shown alone). A
+    turn's metadata is also the host's: a key of the same name that holds no list of ids
+    tells nothing."""
     hit = item.hit
-    if hit is None or TOLD not in hit.metadata or item.text == hit.metadata.get(ALONE):
+    told = None if hit is None else hit.metadata.get(TOLD)
+    if hit is None or not isinstance(told, list) or item.text == hit.metadata.get(ALONE):
         return set()
-    return {uuid.UUID(str(told)) for told in hit.metadata[TOLD]}
+    try:
+        return {uuid.UUID(str(turn)) for turn in told}
+    except ValueError:
+        return set()
 
 
 def _rest(rest: Rest | None, new: Kept, repeated: Sequence[Kept]) -> ContextItem | None:
