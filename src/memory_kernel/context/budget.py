@@ -263,8 +263,8 @@ def _alone(item: ContextItem) -> ContextItem:
 
 def _told(item: ContextItem) -> set[uuid.UUID]:
     """The turns ``item``'s line shows after its own (none once it is shown alone). A
-    turn's metadata is also the host's: a key of the same name that holds no list of ids
-    tells nothing."""
+    hit's metadata is a free mapping: anything but a list of ids under the key tells
+    nothing."""
     hit = item.hit
     told = None if hit is None else hit.metadata.get(TOLD)
     if hit is None or not isinstance(told, list) or item.text == hit.metadata.get(ALONE):
