@@ -122,7 +122,8 @@ def test_a_parallel_pair_the_rules_are_not_sure_of_goes_to_the_scorer(
     t = RelationThresholds.from_config(HeartConfig())
     assert read_ruled(query_view(query), features(old), features(new), t) is None
     assert _probability(old, new, query) >= 0.5
-    # Another holder in the same frame stays ruled out, announced or not.
+    # Another holder in the same frame is no update: ruled out, or, where the newer
+    # announces a change, below even odds.
     other = new.replace("staging", "prod").replace("cleaner", "gardener")
     other = other.replace("billing worker", "search indexer")
     assert _probability(old, other, query) < 0.5

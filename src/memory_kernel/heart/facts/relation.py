@@ -194,12 +194,13 @@ def ruled_update(old: TextFeatures, new: TextFeatures, t: RelationThresholds) ->
     ``old``'s slot (a veto, a pair written in parallel); ``None``: a scorer must decide.
 
     In parallel, only a changed value is sure to be an update, and only a restatement or
-    another holder or identifier sure not to be (an identifier is the value itself when
-    the newer fact announces the change: "Changed the VPN passphrase to heron81"). A pair
-    with other words changed besides ("pinned to Python 3.10" / "bumped … to python 3.12
-    tonight"; "comes on Tuesdays" / "oh … comes Fridays now") is half restated, half
-    another wording: the read scorer weighs it. Blind probes (session 16), newest first ·
-    stale presented, of 30: C 22 · 14 → 25 · 11, sealed D 17 · 17 → 21 · 13."""
+    another holder or identifier sure not to be — unless the newer fact announces the
+    change, where what was swapped may be the value itself ("Changed the VPN passphrase to
+    heron81"): the read scorer weighs that pair. So it does a pair with other words changed
+    besides ("pinned to Python 3.10" / "bumped … to python 3.12 tonight"; "comes on
+    Tuesdays" / "oh … comes Fridays now"): half restated, half another wording. Blind
+    probes (session 16), newest first · stale presented, of 30: C 22 · 14 → 25 · 11,
+    sealed D 17 · 17 → 21 · 13."""
     s_old, s_new = statement(old.text), statement(new.text)
     if veto(s_old, s_new) is not None:
         return 0.0

@@ -38,12 +38,13 @@ _UNIT_NAMES = {
 }  # fmt: skip
 _WEEKDAYS = _set("monday tuesday wednesday thursday friday saturday sunday")
 _MONTHS = _set("january february march april june july august september october november december")
-_DATE_NEXT = FUNCTION_WORDS | _MONTHS | _WEEKDAYS  # "the first of May", "first Monday"
+_CALENDAR = _MONTHS | _WEEKDAYS
+_DATE_NEXT = FUNCTION_WORDS | _CALENDAR  # "the first of May", "first Monday"
 
 
 def typed_value(token: str, lower: str, nxt: str) -> tuple[str, str] | None:
     """``(type, value)`` of a token that is a value, with the next word as its unit."""
-    if lower.endswith("'s") and lower[:-2] in _WEEKDAYS | _MONTHS:
+    if lower.endswith("'s") and lower[:-2] in _CALENDAR:
         lower = lower[:-2]  # "July's bill": the month
     plain = lower.isalpha()  # times, amounts and measures all have a digit
     ampm = None if plain else AMPM.match(lower)
