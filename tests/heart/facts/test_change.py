@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_kernel.heart.facts.change import announces_change
+from memory_kernel.heart.facts.change import announces_change, announces_change_from, corrects
 from memory_kernel.heart.facts.query_slot import query_view
 from memory_kernel.heart.facts.read_resolution import QueryContext, read_features
 from memory_kernel.heart.facts.slots import statement
@@ -27,6 +27,9 @@ from memory_kernel.heart.facts.slots import statement
         "The podcast passed 10,000 listeners.",  # arriving at a level
         "I've been using Obsidian for notes.",  # a habit up to now
         "We ditched Jira for good.",  # the old value given up
+        "The vet clinic has a new address on Quay Street.",  # a new one acquired
+        "Marta got a new manager last week.",
+        "New billing contact: accounts@harbourlane.io",  # a heading
     ],
 )
 def test_a_change_construction_is_announced(text: str) -> None:
@@ -60,3 +63,29 @@ def test_the_read_scorer_sees_the_announcement_not_the_loose_change_words() -> N
     assert read_features(old, new, 0.5, ctx)["announced_new"] == 0.0
     moved = statement("The laptop got bumped up to 32 GB of RAM.")
     assert read_features(old, moved, 0.5, ctx)["announced_new"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The piano tuner is called Stefan.", "sorry, the piano tuner is Stefanie, not Stefan"),
+        ("Book club meets on Wednesdays.", "Book club is Thursdays — not Wednesdays."),
+        ("The cat is named Olive.", "the cat's name is Clove; not Olive, I misspelled it"),
+    ],
+)
+def test_a_correction_denies_what_the_older_statement_said(old: str, new: str) -> None:
+    assert corrects(old, new) and announces_change_from(old, new)
+    assert not announces_change(new)  # the construction needs the older statement
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # The denied word is not one the older statement states.
+        ("The piano tuner is called Stefan.", "The piano tuner is Stefan, not his brother."),
+        # A plain negation, not a contrast with what is put instead.
+        ("Book club meets on Wednesdays.", "Book club does not meet on Wednesdays in August."),
+    ],
+)
+def test_a_denial_of_nothing_the_older_said_is_no_correction(old: str, new: str) -> None:
+    assert not corrects(old, new)

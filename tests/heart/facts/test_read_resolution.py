@@ -129,6 +129,25 @@ def test_a_parallel_pair_the_rules_are_not_sure_of_goes_to_the_scorer(
     assert _probability(old, other, query) < 0.5
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        # A correction: the newer denies the older's name ("…, not Stefan").
+        ("The piano tuner is called Stefan.", "sorry, the piano tuner is Stefanie, not Stefan",
+         "what's the piano tuner called"),
+        # A new one acquired: the number is the value, not another identifier.
+        ("The clinic's phone number is 555-0117.",
+         "The clinic has a new phone number: 555-0164.", "what is the clinic's phone number"),
+    ],
+)  # fmt: skip
+def test_a_correction_or_a_new_one_acquired_is_weighed_not_ruled_out(
+    old: str, new: str, query: str
+) -> None:
+    t = RelationThresholds.from_config(HeartConfig())
+    assert read_ruled(query_view(query), features(old), features(new), t) is None
+    assert _probability(old, new, query) >= 0.5
+
+
 def test_two_states_of_one_numbered_item_answer_a_state_question_newest_first() -> None:
     t = RelationThresholds.from_config(HeartConfig())
     old = features("Ticket 7302: waiting on legal review")

@@ -17,7 +17,13 @@ retries up to 3 times"). Here a change is one of five constructions, each a clos
   "made it to React 18.3";
 - arriving at a new level: "crossed 2,000", "hit six months", "reached 10k";
 - a habit that holds up to now: "I've been loving the Hoka Clifton", "been into";
-- the old value given up: "retired my Ghosts", "dropped keto", "parted ways with Linda".
+- the old value given up: "retired my Ghosts", "dropped keto", "parted ways with Linda";
+- a new one acquired: "the office has a new number", "got a new manager", or a heading
+  "New email: …".
+
+Between two statements, a correction is a change too (:func:`corrects`): the newer one
+denies a word the older one states, in contrast with what it puts instead ("the plumber is
+Barry, not Gary").
 
 A literal "go to" ("Ava goes to Lincoln Elementary") is no change: going is not among the
 verbs of changing a value. A cap ("retries up to 3 times") is none either: "up to" counts
@@ -28,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["announces_change"]
+__all__ = ["announces_change", "announces_change_from", "corrects"]
 
 _NUMBER = r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|a hundred|a thousand)"
 _CONSTRUCTIONS = tuple(
@@ -49,11 +55,28 @@ _CONSTRUCTIONS = tuple(
         r"\b(?:i've|we've|i have|we have|has|have|'ve)\s+been\s+(?:\w+ing|into)\b",
         # The old value given up.
         r"\b(?:retired|ditched|quit|cancell?ed|gave up|parted ways|stopped|dropped)\b",
+        # A new one acquired.
+        r"\b(?:has|have|had|got|gets|getting)\s+(?:a\s+|an\s+)?new\b",
+        r"^\W*new\s+[\w' -]{1,30}:",
     )
 )
+# ", not Gary", "— not Tuesdays": the word a contrastive "not" denies.
+_DENIED = re.compile(r"[,;:\u2014\u2013-]\s*(?:and\s+|but\s+)?not\s+([\w'-]+)", re.IGNORECASE)
+_WORD = re.compile(r"[\w'-]+")
 
 
 def announces_change(text: str) -> bool:
     """``text`` says that something now holds a value other than before (see the module
     docstring for the constructions)."""
     return any(pattern.search(text) for pattern in _CONSTRUCTIONS)
+
+
+def corrects(old: str, new: str) -> bool:
+    """``new`` denies, in contrast with what it puts instead, a word ``old`` states."""
+    stated = {w.lower() for w in _WORD.findall(old)}
+    return any(m.group(1).lower() in stated for m in _DENIED.finditer(new))
+
+
+def announces_change_from(old: str, new: str) -> bool:
+    """``new`` announces a change, or corrects ``old``."""
+    return announces_change(new) or corrects(old, new)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from memory_kernel.heart.facts.change import announces_change
+from memory_kernel.heart.facts.change import announces_change_from
 from memory_kernel.heart.facts.frames import compare
 from memory_kernel.heart.facts.normalise import TextFeatures, features
 from memory_kernel.heart.facts.pairs import (
@@ -124,7 +124,7 @@ def read_features(
 ) -> dict[str, float]:
     """Every feature of the read scorer by name."""
     features = pair_features(old, new, similarity, compare(old, new))
-    features["announced_new"] = float(announces_change(new.text))
+    features["announced_new"] = float(announces_change_from(old.text, new.text))
     features.update(
         query_features(
             ctx.query, old, new, ctx.cosines.get(old.text, 0.0), ctx.cosines.get(new.text, 0.0)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from memory_kernel.heart.facts.change import announces_change
+from memory_kernel.heart.facts.change import announces_change_from
 from memory_kernel.heart.facts.frames import FrameDiff, abbreviates, compare, may_be_parallel
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem, tokens
 from memory_kernel.heart.facts.pairs import (
@@ -209,7 +209,7 @@ def ruled_update(old: TextFeatures, new: TextFeatures, t: RelationThresholds) ->
         framed = _frame_verdict(old, new, diff, None, t)
         if framed is not None and framed[0] is PairRelation.UPDATE:
             return 1.0
-        if diff.same or (diff.entity and not announces_change(new.text)):
+        if diff.same or (diff.entity and not announces_change_from(old.text, new.text)):
             return 0.0
     return None
 
@@ -321,7 +321,7 @@ def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff | None) -> 
         return False
     if content_overlap(old, new) < _RESTATED_OVERLAP:
         return False
-    if announces_change(new.text) and _names_another(old, new):
+    if announces_change_from(old.text, new.text) and _names_another(old, new):
         return False  # "Billing migration is Lena's now, Marcus moved over to infra."
     parallel_entity = diff is not None and diff.parallel and diff.entity > 0
     return not parallel_entity and not _identifiers_differ(old, new)
@@ -346,7 +346,9 @@ def _identifiers_contrast(old: Statement, new: Statement) -> bool:
     ("The cabin wifi password is pinecone42" / "he reset the router, it's bluejay77 now").
     An identifier one side leaves out contrasts with nothing ("The Q3 release is on the
     12th" / "Release slipped a week, the new target is the 19th")."""
-    return _unnamed(old, new) and _unnamed(new, old) and not announces_change(new.text)
+    return (
+        _unnamed(old, new) and _unnamed(new, old) and not announces_change_from(old.text, new.text)
+    )
 
 
 def _unnamed(mine: Statement, other: Statement) -> bool:
