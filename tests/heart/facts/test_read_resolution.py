@@ -159,6 +159,10 @@ def test_two_states_of_one_numbered_item_answer_a_state_question_newest_first() 
     assert ruled("Ticket 7320: approved", "what's the status of ticket 7302") == 0.0
     # Not a question about its state: the scorer weighs the pair.
     assert ruled("Ticket 7302: approved", "who is reviewing ticket 7302") is None
+    # The number sign numbers a thing as "ticket" does.
+    change = features("Change request #611 is waiting for the CAB.")
+    query = query_view("has change request #611 been approved")
+    assert read_ruled(query, change, features("#611 approved by the CAB."), t) == 1.0
 
 
 def test_a_state_question_about_an_identifier_is_answered_by_what_names_it() -> None:

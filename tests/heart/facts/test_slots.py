@@ -31,6 +31,12 @@ def test_numbers_after_citation_nouns_and_codes_are_identifiers() -> None:
     assert statement("It was deprecated in v3.").identifiers == {"3"}
 
 
+def test_a_number_after_the_number_sign_names_a_thing() -> None:
+    merged = statement("MR #5120 landed on main.")
+    assert merged.identifiers == {"5120"} and not merged.values
+    assert statement("#5120 still needs a second approval").identifiers == {"5120"}
+
+
 def test_after_a_citation_noun_only_a_code_a_number_or_capitals_name_a_thing() -> None:
     assert statement("We toured the castle on day two.").identifiers == {"2"}
     assert statement("We toured the castle on day 2.").identifiers == {"2"}

@@ -33,8 +33,10 @@ def _set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Tokens with their case: times with am/pm, amounts, codes, numbers, words.
+# Tokens with their case: times with am/pm, amounts, codes, numbers (a number after the
+# number sign is a name: "#882"), words.
 _RAW = re.compile(
+    r"#\d+\b|"
     r"\d{1,2}(?::\d{2})?\s?(?:[ap]\.?m\.?)(?![a-z])"
     r"|\d{1,2}:\d{2}(?::\d{2})?"
     r"|[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|bn|million|billion)\b)?"
@@ -277,6 +279,8 @@ def statement(text: str) -> Statement:
             and not ORDINAL.match(low)
         ) or bool(re.fullmatch(r"0\d+", low)))  # "006" numbers a thing  # fmt: skip
         code = cited(token, low, has_digit) if prev in _CITATION else None
+        if low[:1] == "#":  # "PR #882", "#882 merged": the number sign numbers a thing
+            code = low[1:]
         if code is not None:
             identifiers.add(code)
             items.append(("id", code, token))
