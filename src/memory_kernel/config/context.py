@@ -152,6 +152,20 @@ class ContextConfig(Frozen):
             "are short (evidence 0.638-0.658 at any of them)."
         ),
     )
+    episode_budget_share: float = Field(
+        default=0.1,
+        gt=0.0,
+        le=1.0,
+        description=(
+            "A recalled episode whose line would take more than this share of the turn's "
+            "token budget (at about four characters a token) is shown as its run of "
+            "sentences about the query (context/episodes.py): whole, one session's gist "
+            "took 42-46% of a 300-token context. At 300 tokens (answer in context / stale "
+            "shown as current, whole -> 0.1): authored dev 0.750 / 0.28 -> 0.750 / 0.24, "
+            "LoCoMo dev 0.295 -> 0.333 (evidence 0.477 -> 0.542); 0.075-0.125 alike, 0.2 "
+            "lost the gain. At 1,000 tokens within 0.001."
+        ),
+    )
     prefetch_ttl_s: float = Field(
         default=300.0,
         gt=0,

@@ -27,6 +27,7 @@ from typing import Any
 
 from memory_kernel.context import tools
 from memory_kernel.context.budget import SOURCE_OVERLAP, assemble, render
+from memory_kernel.context.episodes import episode_chars, shorten_episodes
 from memory_kernel.context.nodes import GistsNode, RecallNode, WorkingMemoryNode, format_hit
 from memory_kernel.context.prefetch import Prefetcher
 from memory_kernel.context.recaller import Recaller, SlotJudges
@@ -216,6 +217,10 @@ class ContextEngine:
         for section in fetched:
             sections[section.node] = section
             self.relevance.estimates.observe(section.node, self.counter.count(render([section])))
+        # A session's gist in a small budget: its part about the query (context.episodes).
+        gist = episode_chars(budget, self._rt.config.context.episode_budget_share)
+        words = query_words(request.message)
+        sections = {n: shorten_episodes(s, words, gist) for n, s in sections.items()}
         # What a current fact replaced is ranked under it and noted (context.stale).
         ordered = demote_in_sections([sections[n] for n in wanted if n in sections])
         # A reply shown with its question yields to a memory drafted from it (context.replies).
