@@ -93,6 +93,15 @@ def test_changed_number_is_an_update_never_a_duplicate() -> None:
     )
 
 
+def test_a_quantity_of_another_period_is_a_series_not_an_update() -> None:
+    old = "In March the water bill came to $61."
+    assert _relation(old, "In April the water bill came to $74.", 0.8) is PairRelation.UNRELATED
+    assert _relation(old, "In March the water bill came to $74.", 0.8) is PairRelation.UPDATE
+    # The newer announcing the change: the period says when the new value began.
+    announced = "As of April the water bill came to $74."
+    assert _relation(old, announced, 0.8) is PairRelation.UPDATE
+
+
 def test_same_time_written_differently_is_a_duplicate() -> None:
     old, new = "The sync starts at 09:00 UTC.", "The sync starts at 9:00 UTC."
     assert _relation(old, new, 0.8) is PairRelation.DUPLICATE

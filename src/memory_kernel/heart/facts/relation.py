@@ -154,6 +154,23 @@ def _values_changed(old: TextFeatures, new: TextFeatures) -> str:
     return f"value changed: {gone} -> {came}"
 
 
+# Kinds of value that name when, and kinds that measure how much.
+_PERIODS = frozenset({"date", "year", "day"})
+_QUANTITIES = frozenset({"money", "measure", "percent", "duration", "amount"})
+
+
+def _another_period(old: TextFeatures, new: TextFeatures) -> bool:
+    """Both a period and a quantity changed: "in January we spent $640" / "in February we
+    spent $710" is a series, two values of two periods, unless the newer announces that the
+    value changed ("… $1,300 as of March")."""
+    changed = {kind for kind, _ in statement(old.text).values ^ statement(new.text).values}
+    return (
+        bool(changed & _PERIODS)
+        and bool(changed & _QUANTITIES)
+        and not announces_change_from(old.text, new.text)
+    )
+
+
 def veto(old: Statement, new: Statement) -> str | None:
     """Why ``new`` cannot be an update of ``old``, whatever else they share."""
     if old.question or new.question:
@@ -226,6 +243,8 @@ def _frame_verdict(
     if why_not is not None:
         return PairRelation.UNRELATED, why_not
     if diff.value_only:
+        if _another_period(old, new):
+            return PairRelation.UNRELATED, "a quantity of another period (a series)"
         return PairRelation.UPDATE, _values_changed(old, new)
     if diff.entity:
         return PairRelation.UNRELATED, "same frame, another holder or identifier"
