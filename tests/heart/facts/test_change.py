@@ -71,6 +71,7 @@ def test_the_read_scorer_sees_the_announcement_not_the_loose_change_words() -> N
         ("The piano tuner is called Stefan.", "sorry, the piano tuner is Stefanie, not Stefan"),
         ("Book club meets on Wednesdays.", "Book club is Thursdays — not Wednesdays."),
         ("The cat is named Olive.", "the cat's name is Clove; not Olive, I misspelled it"),
+        ("Choir practice is on Mondays.", "choir is Wednesdays not Mondays, my mistake"),
     ],
 )
 def test_a_correction_denies_what_the_older_statement_said(old: str, new: str) -> None:
@@ -85,6 +86,9 @@ def test_a_correction_denies_what_the_older_statement_said(old: str, new: str) -
         ("The piano tuner is called Stefan.", "The piano tuner is Stefan, not his brother."),
         # A plain negation, not a contrast with what is put instead.
         ("Book club meets on Wednesdays.", "Book club does not meet on Wednesdays in August."),
+        ("Choir practice is on Mondays.", "Choir practice is not on Mondays in summer."),
+        ("Choir practice is on Mondays.", "Choir practice isn't Mondays in summer."),
+        ("The choir meets to practise.", "We decided not to practise this week."),  # no value
     ],
 )
 def test_a_denial_of_nothing_the_older_said_is_no_correction(old: str, new: str) -> None:

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import re
 
+from memory_kernel.heart.facts.normalise import FUNCTION_WORDS
+
 __all__ = ["announces_change", "announces_change_from", "corrects"]
 
 _NUMBER = r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|a hundred|a thousand)"
@@ -60,8 +62,18 @@ _CONSTRUCTIONS = tuple(
         r"^\W*new\s+[\w' -]{1,30}:",
     )
 )
-# ", not Gary", "— not Tuesdays": the word a contrastive "not" denies.
-_DENIED = re.compile(r"[,;:\u2014\u2013-]\s*(?:and\s+|but\s+)?not\s+([\w'-]+)", re.IGNORECASE)
+# ", not Gary", "— not Tuesdays", "Tuesdays not Thursdays": the word a contrastive "not"
+# denies — after punctuation or a word that is no auxiliary ("is not", "I'm not" negate).
+_DENIED = re.compile(
+    r"(?:([\w'-]+)|[,;:\u2014\u2013-])\s*(?:and\s+|but\s+)?not\s+([\w'-]+)", re.IGNORECASE
+)
+_AUXILIARIES = frozenset(
+    {
+        "is", "are", "was", "were", "am", "be", "been", "being", "do", "does", "did", "has",
+        "have", "had", "can", "could", "will", "would", "shall", "should", "must", "may",
+        "might", "need", "dare",
+    }
+)  # fmt: skip
 _WORD = re.compile(r"[\w'-]+")
 
 
@@ -73,8 +85,14 @@ def announces_change(text: str) -> bool:
 
 def corrects(old: str, new: str) -> bool:
     """``new`` denies, in contrast with what it puts instead, a word ``old`` states."""
-    stated = {w.lower() for w in _WORD.findall(old)}
-    return any(m.group(1).lower() in stated for m in _DENIED.finditer(new))
+    stated = {w.lower() for w in _WORD.findall(old)} - FUNCTION_WORDS
+    for m in _DENIED.finditer(new):
+        before = (m.group(1) or "").lower()
+        if before in _AUXILIARIES or "'" in before:  # "is not", "it's not": a negation
+            continue
+        if m.group(2).lower() in stated:
+            return True
+    return False
 
 
 def announces_change_from(old: str, new: str) -> bool:
