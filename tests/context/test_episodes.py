@@ -13,6 +13,7 @@ from memory_kernel.context.excerpt import ELLIPSIS
 from memory_kernel.context.nodes import format_hit
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 from memory_kernel.models.turns import TurnInput
+from memory_kernel.testing import FrozenClock
 from tests.context.exchanges import exchange
 
 T0 = datetime(2026, 3, 2, tzinfo=UTC)
@@ -54,13 +55,13 @@ def test_a_long_episode_is_shown_as_its_part_about_the_query() -> None:
 
 
 async def test_through_the_hooks_a_small_budget_shows_the_episode_about_the_question(
-    kernel: MemoryKernel,
+    kernel: MemoryKernel, clock: FrozenClock
 ) -> None:
     agent = "gist-agent"
     for sentence in GIST.split(". "):
         await exchange(kernel, agent, sentence.rstrip(".") + ".", "Noted.")
     await kernel.end_session(agent, "s1")
-    kernel.clock.advance(timedelta(days=3))  # type: ignore[attr-defined]
+    clock.advance(timedelta(days=3))
 
     async def episode_line(budget: int) -> str:
         # Asked in the ended session: its own turns are the host's window, never recalled,

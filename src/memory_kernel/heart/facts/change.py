@@ -5,7 +5,7 @@ The read scorer (``read_resolution``) weighs whether the newer of two recalled f
 announces a change. The slot view's ``Statement.change`` is a loose bag of words that the
 write-time frame rules need ("new", "up", "from", "since", "finally"...): it fires on about
 one look-alike in six that is *not* an update ("The new laptop has a 1 TB SSD", "The job
-retries up to 3 times"). Here a change is one of five constructions, each a closed class:
+retries up to 3 times"). Here a change is one of these constructions, each a closed class:
 
 - a verb of changing a value with its target or source: "switched to Neovim", "moved the
   frontend monorepo to pnpm", "pushed to 10:00", "revised the due date to January 27",
