@@ -114,6 +114,12 @@ def test_the_rules_still_veto_at_read_time(old: str, new: str, query: str) -> No
         # An identifier swapped where the newer announces the change: it is the value.
         ("The staging VPN passphrase is otter55.",
          "Changed the staging VPN passphrase to heron81.", "what is the staging vpn passphrase"),
+        # A correction: the newer denies the older's name ("…, not Stefan").
+        ("The piano tuner is called Stefan.", "sorry, the piano tuner is Stefanie, not Stefan",
+         "what's the piano tuner called"),
+        # A new one acquired: the number is the value, not another identifier.
+        ("The clinic's phone number is 555-0117.",
+         "The clinic has a new phone number: 555-0164.", "what is the clinic's phone number"),
     ],
 )  # fmt: skip
 def test_a_parallel_pair_the_rules_are_not_sure_of_goes_to_the_scorer(
@@ -125,27 +131,9 @@ def test_a_parallel_pair_the_rules_are_not_sure_of_goes_to_the_scorer(
     # Another holder in the same frame is no update: ruled out, or, where the newer
     # announces a change, below even odds.
     other = new.replace("staging", "prod").replace("cleaner", "gardener")
-    other = other.replace("billing worker", "search indexer")
+    other = other.replace("billing worker", "search indexer").replace("piano", "organ")
+    other = other.replace("clinic", "pharmacy")
     assert _probability(old, other, query) < 0.5
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "query"),
-    [
-        # A correction: the newer denies the older's name ("…, not Stefan").
-        ("The piano tuner is called Stefan.", "sorry, the piano tuner is Stefanie, not Stefan",
-         "what's the piano tuner called"),
-        # A new one acquired: the number is the value, not another identifier.
-        ("The clinic's phone number is 555-0117.",
-         "The clinic has a new phone number: 555-0164.", "what is the clinic's phone number"),
-    ],
-)  # fmt: skip
-def test_a_correction_or_a_new_one_acquired_is_weighed_not_ruled_out(
-    old: str, new: str, query: str
-) -> None:
-    t = RelationThresholds.from_config(HeartConfig())
-    assert read_ruled(query_view(query), features(old), features(new), t) is None
-    assert _probability(old, new, query) >= 0.5
 
 
 def test_two_states_of_one_numbered_item_answer_a_state_question_newest_first() -> None:
