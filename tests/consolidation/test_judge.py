@@ -196,3 +196,38 @@ async def test_a_chat_style_judge_is_asked_through_complete_json(
         report = await kernel.consolidate(A)
     assert report.judge_calls == 1 and report.count(Action.KEPT_BOTH) == 1
     assert "Alice dislikes" in judge.prompts[0] and '"question": "conflict"' in judge.prompts[0]
+
+
+SOLD_OUT = "The bakery sells out of sourdough early."
+GONE = "The bakery's sourdough is usually gone by mid-morning."  # the same, other words
+SLOW = "Our landlord is very slow to answer emails."
+AGES = "Our landlord takes ages to reply to emails."  # the scorer sees little in common
+
+
+async def test_a_restatement_the_lexical_embedder_cannot_tell_is_asked_about(
+    jkernel: MemoryKernel, judge: ResolvingJudge
+) -> None:
+    a = await add_fact(jkernel, A, SOLD_OUT, confidence=0.9)
+    b = await add_fact(jkernel, A, GONE, confidence=0.7)
+    c = await add_fact(jkernel, A, SLOW)
+    d = await add_fact(jkernel, A, AGES)
+    judge.add({"decision": "merge", "winner_id": str(a), "reason": "same observation"})
+    report = await jkernel.consolidate(A)
+    assert report.judge_calls == 1
+    (asked,) = judge.requests
+    assert isinstance(asked, ConflictRequest)  # what ``resolve`` received
+    assert {f.id for f in asked.facts} == {a, b} and asked.kind is ConflictKind.MERGE
+    assert (await get(jkernel, A, b)).merged_into == a
+    # Below the band the rules' answer stands: both kept, nothing asked.
+    for fact in (c, d):
+        assert (await get(jkernel, A, fact)).status is FactStatus.ACTIVE
+
+
+async def test_without_a_judge_the_restatement_band_is_not_searched(kernel: MemoryKernel) -> None:
+    a = await add_fact(kernel, A, SOLD_OUT)
+    b = await add_fact(kernel, A, GONE)
+    report = await kernel.consolidate(A)
+    (run,) = report.agents
+    assert run.ambiguous == 0 and run.candidate_pairs == 0 and report.judge_calls == 0
+    for fact in (a, b):
+        assert (await get(kernel, A, fact)).status is FactStatus.ACTIVE

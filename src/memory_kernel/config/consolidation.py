@@ -104,6 +104,19 @@ class ConsolidationConfig(Frozen):
             " is ambiguous (judge)."
         ),
     )
+    judge_restatement_probability: float | None = Field(
+        default=0.2,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "With a judge only: a pair the fact rules leave open as a restatement and the "
+            "duplicate scorer rates at least this (below its merge threshold) is an "
+            "ambiguous merge the judge decides, down to HeartConfig.fact_dedup_similarity "
+            "in cosine (heart/facts/restatement.py). Held out on the dev dedup pairs, 0.2 "
+            "holds 9 of the 24 paraphrases learn leaves apart and 6 of the 50 pairs that "
+            "must stay apart: a perfect judge would reach 0.85. None: off."
+        ),
+    )
     neighbours: int = Field(
         default=8,
         ge=1,

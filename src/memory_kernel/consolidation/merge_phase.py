@@ -56,6 +56,7 @@ async def _plan(ctx: RunContext) -> tuple[PairPlan, dict[uuid.UUID, FactView], P
         merge_min_confidence=cfg.merge_min_confidence,
         ambiguous_similarity=cfg.ambiguous_similarity,
         contradiction_similarity=cfg.contradiction_similarity,
+        restatement_probability=_restatement_band(ctx),
     )
     plan = plan_pairs(pairs, views, rules, ctx.facts.thresholds(), penalised=penalised)
     return plan, views, penalised
@@ -69,14 +70,24 @@ async def _nearest_pairs(ctx: RunContext) -> list[Pair]:
         async for ids, vectors in repo.stream_vectors(conn, ctx.agent_id, chunk=_STREAM_CHUNK):
             store.add(ids, np.stack(vectors).astype(np.float32))
             ctx.report(Phase.CANDIDATES, done=len(store.ids))
+    heart = ctx.rt.config.heart
+    floor = min(heart.fact_contradiction_similarity, ctx.cfg.ambiguous_similarity)
+    if _restatement_band(ctx) is not None:
+        # Paraphrases in a lexical embedding sit far below the "same thing" cosines.
+        floor = min(floor, heart.fact_dedup_similarity)
     params = IvfParams(
         k=ctx.cfg.neighbours,
-        floor=min(ctx.rt.config.heart.fact_contradiction_similarity, ctx.cfg.ambiguous_similarity),
+        floor=floor,
         cell_size=ctx.cfg.candidate_cell_size,
         probes=ctx.cfg.candidate_probes,
     )
     # CPU-bound numpy work: off the event loop, so other agents' runs and the host go on.
     return await asyncio.to_thread(_search, store, params)
+
+
+def _restatement_band(ctx: RunContext) -> float | None:
+    """The restatement band (``plans``), asked about only when a judge can answer."""
+    return ctx.cfg.judge_restatement_probability if can_judge(ctx.rt.judge) else None
 
 
 def _search(store: VectorStore, params: IvfParams) -> list[Pair]:

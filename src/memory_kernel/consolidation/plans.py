@@ -11,7 +11,10 @@ duplicate, a changed value and a flipped meaning are:
 - a duplicate above ``merge_similarity`` with the same category is a merge edge; merge
   edges form clusters (union-find); a duplicate between ``ambiguous_similarity`` and
   ``merge_similarity`` (or across categories) is an ambiguous merge (judge);
-- facts with different explicit subjects are about different things: never merged.
+- facts with different explicit subjects are about different things: never merged;
+- with a judge, a pair the rules leave open as a restatement and the duplicate scorer rates
+  at least ``restatement_probability`` (below its merge threshold) is an ambiguous merge too
+  (``heart.facts.restatement``): the paraphrases a lexical embedder cannot tell.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from enum import StrEnum
 from memory_kernel.consolidation.clusters import connected_components
 from memory_kernel.heart.facts.normalise import features
 from memory_kernel.heart.facts.relation import PairRelation, RelationThresholds, classify_pair
+from memory_kernel.heart.facts.restatement import restatement_probability
 
 __all__ = [
     "ClusterPlan",
@@ -47,6 +51,9 @@ class MergeRules:
     merge_min_confidence: float
     ambiguous_similarity: float
     contradiction_similarity: float
+    #: With a judge: the duplicate scorer's probability from which a possible restatement
+    #: is asked about (None: no judge, or the band is off).
+    restatement_probability: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +163,15 @@ def classify(
         ambiguous = s >= rules.ambiguous_similarity
         return decided(PairKind.AMBIGUOUS_MERGE if ambiguous else PairKind.NONE)
     # Near-identical vectors whose words disagree (a value added, a word swapped).
-    return decided(PairKind.AMBIGUOUS_MERGE if s > rules.merge_similarity else PairKind.NONE)
+    if s > rules.merge_similarity:
+        return decided(PairKind.AMBIGUOUS_MERGE)
+    band = rules.restatement_probability
+    if relation is PairRelation.UNRELATED and band is not None:
+        old, new = _ordered(x, y)
+        p = restatement_probability(features(old.content), features(new.content), s, thresholds)
+        if p >= band:
+            return decided(PairKind.AMBIGUOUS_MERGE)
+    return decided(PairKind.NONE)
 
 
 def winner_of(members: Iterable[FactView]) -> FactView:

@@ -22,6 +22,7 @@ from sqlalchemy import text
 
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.eval.progress import progress
+from memory_kernel.judges.base import Judge
 from memory_kernel.kernel import MemoryKernel
 from memory_kernel.protocols import Clock, Embedder, FactExtractor
 from memory_kernel.storage.embedded import EmbeddedServer
@@ -96,6 +97,7 @@ async def eval_kernel(
     clock: Clock | None = None,
     config: MemoryKernelConfig | dict[str, object] | None = None,
     extractor: FactExtractor | None = None,
+    judge: Judge | None = None,
 ) -> AsyncIterator[MemoryKernel]:
     """A kernel on a fresh schema of the evaluation server (``config`` as a model or a
     mapping; its schema name is replaced)."""
@@ -104,7 +106,7 @@ async def eval_kernel(
     async with eval_server() as shared:
         dsn = os.environ.get("MEMORY_KERNEL_EVAL_DSN") or await shared.ensure()
         async with MemoryKernel.open(
-            dsn, embedder=embedder, config=cfg, clock=clock, extractor=extractor
+            dsn, embedder=embedder, config=cfg, clock=clock, extractor=extractor, judge=judge
         ) as kernel:
             try:
                 yield kernel
