@@ -217,6 +217,7 @@ async def test_a_restatement_the_lexical_embedder_cannot_tell_is_asked_about(
     (asked,) = judge.requests
     assert isinstance(asked, ConflictRequest)  # what ``resolve`` received
     assert {f.id for f in asked.facts} == {a, b} and asked.kind is ConflictKind.MERGE
+    assert asked.rule_reason.startswith("possible restatement")
     assert (await get(jkernel, A, b)).merged_into == a
     # Below the band the rules' answer stands: both kept, nothing asked.
     for fact in (c, d):

@@ -169,8 +169,11 @@ def classify(
     if relation is PairRelation.UNRELATED and band is not None:
         old, new = _ordered(x, y)
         p = restatement_probability(features(old.content), features(new.content), s, thresholds)
-        if p >= band:
-            return decided(PairKind.AMBIGUOUS_MERGE)
+        if p >= band:  # the judge is told why it is asked
+            why = f"possible restatement in other words (duplicate scorer p={p:.2f})"
+            return PairDecision(
+                pair=pair, kind=PairKind.AMBIGUOUS_MERGE, relation=relation, reason=why
+            )
     return decided(PairKind.NONE)
 
 
