@@ -114,7 +114,9 @@ class ConsolidationConfig(Frozen):
             "ambiguous merge the judge decides, down to HeartConfig.fact_dedup_similarity "
             "in cosine (heart/facts/restatement.py). Held out on the dev dedup pairs, 0.2 "
             "holds 9 of the 24 paraphrases learn leaves apart and 6 of the 50 pairs that "
-            "must stay apart: a perfect judge would reach 0.85. None: off."
+            "must stay apart: a perfect judge would reach 0.85. It costs the nightly run "
+            "more candidate pairs: at 1,591 facts 1,890 instead of 185, 0.5 s instead of "
+            "0.2 s. None: off."
         ),
     )
     neighbours: int = Field(
