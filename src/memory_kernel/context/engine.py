@@ -227,7 +227,7 @@ class ContextEngine:
         ordered = untold(ordered)
         if request.tool_results:
             ordered.append(_tool_section(request.tool_results))
-        fitted = assemble(ordered, budget=budget, counter=self.counter, rest=self._rest(request))
+        fitted = assemble(ordered, budget=budget, counter=self.counter, rest=self._rest(words))
         report = ContextReport(
             inclusion=inclusion.report,
             fetched=tuple(s.node for s in fetched),
@@ -255,11 +255,11 @@ class ContextEngine:
             report=report,
         )
 
-    def _rest(self, request: ContextRequest) -> Rest:
+    def _rest(self, query: list[str]) -> Rest:
         """A recalled turn shown as what its kept summary left out (``context.rest``)."""
         return partial(
             rest_of,
-            query_words=query_words(request.message),
+            query_words=query,
             max_chars=self._rt.config.context.turn_excerpt_chars,
             bar=SOURCE_OVERLAP,
             render=format_hit,

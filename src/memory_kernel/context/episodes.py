@@ -42,7 +42,9 @@ def shorten_episodes(
     """``section`` with each episode longer than ``max_chars`` shown as its excerpt."""
     wanted = list(query_words)
     items = tuple(_shortened(item, wanted, max_chars) for item in section.items)
-    return section if items == section.items else section.model_copy(update={"items": items})
+    if all(new is old for new, old in zip(items, section.items, strict=True)):
+        return section
+    return section.model_copy(update={"items": items})
 
 
 def _shortened(item: ContextItem, wanted: list[str], max_chars: int) -> ContextItem:

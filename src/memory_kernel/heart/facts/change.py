@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from memory_kernel.heart.facts.normalise import FUNCTION_WORDS
+from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens
 
 __all__ = ["announces_change", "announces_change_from", "corrects"]
 
@@ -74,7 +74,6 @@ _AUXILIARIES = frozenset(
         "might", "need", "dare",
     }
 )  # fmt: skip
-_WORD = re.compile(r"[\w'-]+")
 
 
 def announces_change(text: str) -> bool:
@@ -85,7 +84,7 @@ def announces_change(text: str) -> bool:
 
 def corrects(old: str, new: str) -> bool:
     """``new`` denies, in contrast with what it puts instead, a word ``old`` states."""
-    stated = {w.lower() for w in _WORD.findall(old)} - FUNCTION_WORDS
+    stated = set(tokens(old)) - FUNCTION_WORDS
     for m in _DENIED.finditer(new):
         before = (m.group(1) or "").lower()
         if before in _AUXILIARIES or "'" in before:  # "is not", "it's not": a negation

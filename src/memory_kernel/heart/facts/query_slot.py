@@ -22,6 +22,7 @@ from functools import lru_cache
 from memory_kernel.heart.facts.normalise import stem
 from memory_kernel.heart.facts.pairs import covered
 from memory_kernel.heart.facts.slots import GENERIC, Statement, statement
+from memory_kernel.heart.facts.values import PERIOD_KINDS
 
 __all__ = [
     "QUERY_FEATURES", "READ_FEATURES", "READ_PAIR_FEATURES", "STATE", "Query", "answers",
@@ -53,9 +54,7 @@ READ_FEATURES = READ_PAIR_FEATURES + QUERY_FEATURES
 _NUMERIC = frozenset({"number", "money", "measure", "percent"})
 #: The kind a question about a state asks for: any statement about its subject answers it.
 STATE = "state"
-#: The kinds of value that pin a query to a period.
-_PERIODS = frozenset({"date", "day", "year"})
-_WHEN = _PERIODS | {"time"}
+_WHEN = PERIOD_KINDS | {"time"}
 _ASKED: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
     (re.compile(pattern), kinds)
     for pattern, kinds in (
@@ -154,7 +153,7 @@ def query_view(text: str) -> Query:
         w for w in parsed.content | frozenset(parsed.names)
         if w not in _QUESTION_WORDS and w not in _LIGHT and w != "i"
     )  # fmt: skip
-    periods = frozenset(v for v in parsed.values if v[0] in _PERIODS)
+    periods = frozenset(v for v in parsed.values if v[0] in PERIOD_KINDS)
     return Query(text, content, asked, parsed.identifiers, periods)
 
 

@@ -37,6 +37,7 @@ from memory_kernel.heart.facts.pairs import (
 from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.scorer import LinearScorer, packaged
 from memory_kernel.heart.facts.slots import Statement, statement
+from memory_kernel.heart.facts.values import PERIOD_KINDS
 
 if TYPE_CHECKING:
     from memory_kernel.config import HeartConfig
@@ -154,8 +155,7 @@ def _values_changed(old: TextFeatures, new: TextFeatures) -> str:
     return f"value changed: {gone} -> {came}"
 
 
-# Kinds of value that name when, and kinds that measure how much.
-_PERIODS = frozenset({"date", "year", "day"})
+# Kinds of value that measure how much (``values.PERIOD_KINDS`` name when).
 _QUANTITIES = frozenset({"money", "measure", "percent", "duration", "amount"})
 
 
@@ -165,7 +165,7 @@ def _another_period(old: TextFeatures, new: TextFeatures) -> bool:
     value changed ("… $1,300 as of March")."""
     changed = {kind for kind, _ in statement(old.text).values ^ statement(new.text).values}
     return (
-        bool(changed & _PERIODS)
+        bool(changed & PERIOD_KINDS)
         and bool(changed & _QUANTITIES)
         and not announces_change_from(old.text, new.text)
     )

@@ -9,7 +9,9 @@ import re
 
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, stem, value_of
 
-__all__ = ["AMPM", "MONEY", "ORDINAL", "UNIT_SUFFIX", "cited", "identifier", "typed_value"]
+__all__ = [
+    "AMPM", "MONEY", "ORDINAL", "PERIOD_KINDS", "UNIT_SUFFIX", "cited", "identifier", "typed_value",
+]  # fmt: skip
 
 
 def _set(text: str) -> frozenset[str]:
@@ -40,6 +42,8 @@ _WEEKDAYS = _set("monday tuesday wednesday thursday friday saturday sunday")
 _MONTHS = _set("january february march april june july august september october november december")
 _CALENDAR = _MONTHS | _WEEKDAYS
 _DATE_NEXT = FUNCTION_WORDS | _CALENDAR  # "the first of May", "first Monday"
+#: The kinds of value (of :func:`typed_value`) that name a period rather than measure.
+PERIOD_KINDS = frozenset({"date", "day", "year"})
 
 
 def typed_value(token: str, lower: str, nxt: str) -> tuple[str, str] | None:
