@@ -74,6 +74,27 @@ def test_features_fire_on_their_speech_act(name: str, fires: str, quiet: str) ->
     assert _value(fires, name) > _value(quiet, name)
 
 
+@pytest.mark.parametrize(
+    ("fires", "quiet"),
+    [
+        # A condition before the choice: nothing is committed to yet.
+        (
+            "We should move the nightly export to Parquet; the CSVs are too slow.",
+            "If the CSVs stay this slow, we should move the nightly export to Parquet.",
+        ),
+        # A possibility or a generalisation before it.
+        ("I'd take the train over the bus here.", "Most people would take the train over the bus."),
+        ("We're picking the 40-litre pack for this trip.", "Maybe we pick the 40-litre pack?"),
+        # Someone else's choice, reported.
+        ("I went with the oak shelves for the hallway.", "The builder went with the oak shelves."),
+        ("Decision: we pay the card off first.", "The bank's decision came through on Monday."),
+    ],
+)
+def test_the_lead_choice_is_the_speakers_and_committed(fires: str, quiet: str) -> None:
+    assert _value(fires, "lead_choice") == 1.0
+    assert _value(quiet, "lead_choice") == 0.0
+
+
 def test_only_the_first_screen_is_read() -> None:
     head = "Let me check the logs first. "
     padding = "x" * (MAX_CHARS - len(head))

@@ -144,6 +144,21 @@ _FILLER_LEAD = re.compile(
     r"^(?:(?:ok|okay|alright|all right|right|great|good|so|now|then|well|sure|yeah|yes)"
     r"[,:!.—–-]*\s+)+"
 )
+# What puts a choice out of the speaker's commitment when it comes before it in the
+# sentence: a condition ("If the benchmark…, we should go with gRPC"), a possibility ("we
+# might switch"), or a generalisation ("The usual recommendation is…").
+_UNCOMMITTED = _words_re(
+    r"if", r"unless", r"whether", r"suppose", r"might", r"could", r"perhaps", r"maybe",
+    r"possibly", r"probably", r"usual(?:ly)?", r"typical(?:ly)?", r"generally", r"in general",
+    r"normally", r"commonly", r"most people", r"tends? to",
+)  # fmt: skip
+# The chooser of a choice verb, when it is named: the speaker, the listener or an imperative
+# chooses for the conversation; "the authors chose BM25" reports someone else's choice.
+_PERSONAL = re.compile(
+    r"(?:^|[^\w'])(?:i|we|you|let's|i'm|we're|you're|i've|we've|you've|i'd|we'd|you'd|"
+    r"i'll|we'll|you'll)(?:\s+\S+){0,3}$"
+)
+_CLAUSE_BREAK = re.compile(r"[,;:—–(]|\band\b|\bbut\b")
 _LIST_LINE = re.compile(r"^\s*(?:[-*•·]|\d+[.)]|[a-z][.)])\s+")
 _CODE = re.compile(r"`[^`]+`")
 _DIGITS = re.compile(r"\d")
@@ -196,6 +211,32 @@ def _lead(t: _Text, *patterns: re.Pattern[str]) -> float:
     """1 when one of ``patterns`` occurs in the first sentence."""
     first = t.sentences[0] if t.sentences else ""
     return float(any(p.search(first) for p in patterns))
+
+
+def _speakers_choice(sentence: str, choosing: re.Pattern[str]) -> bool:
+    """Whether a choice verb in ``sentence`` is the speaker's: nobody else is named before it
+    in its clause (its start, or a personal pronoun within three words before it)."""
+    for match in choosing.finditer(sentence):
+        before = _CLAUSE_BREAK.split(sentence[: match.start()])[-1]
+        if not before.strip() or _PERSONAL.search(before + match.group(0).split()[0]):
+            return True
+    return False
+
+
+def _lead_choice(t: _Text) -> float:
+    """1 when the first sentence commits, chooses, contrasts or recommends before anything
+    puts it out of the speaker's commitment (a condition, a possibility, a generalisation),
+    with a choice verb only counted when the speaker chooses; and it is not a memory."""
+    first = t.sentences[0] if t.sentences else ""
+    if _RECALL.search(first):
+        return 0.0
+    hedge = _UNCOMMITTED.search(first)
+    end = hedge.start() if hedge else len(first)
+    head = first[:end]
+    return float(
+        any(p.search(head) for p in (_COMMIT, _CONTRAST, _RECOMMEND))
+        or _speakers_choice(head, _CHOICE)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,10 +310,11 @@ FEATURES: tuple[Feature, ...] = (
     Feature("lead_status", "status", lambda t: _lead(t, _STATUS), "the first sentence is status"),
     Feature("lead_recall", "recall", lambda t: _lead(t, _RECALL), "the first sentence recalls"),
     Feature("lead_error", "error", lambda t: _lead(t, _ERROR), "the first sentence is an error"),
-    Feature("lead_choice", DECISION,
-            lambda t: _lead(t, _COMMIT, _CHOICE, _CONTRAST, _RECOMMEND) * (1 - _lead(t, _RECALL)),
-            "the first sentence commits, chooses, contrasts or recommends — and is not a "
-            "memory ('I remember we picked Kafka over RabbitMQ' recalls a choice)"),
+    Feature("lead_choice", DECISION, _lead_choice,
+            "the first sentence commits, chooses, contrasts or recommends, before any "
+            "condition or hedge ('If it comes back under 50ms, we should go with gRPC' "
+            "commits to nothing), the speaker choosing ('the authors chose BM25' reports a "
+            "choice) — and is not a memory ('I remember we picked Kafka over RabbitMQ')"),
 )  # fmt: skip
 
 
