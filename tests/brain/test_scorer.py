@@ -68,6 +68,9 @@ def _value(text: str, name: str) -> float:
         ("past_lead", "Repo pulled — now at 3 new commits.", "Repo is behind by 3 commits."),
         ("imperative", "Use UUIDv7 for new keys.", "UUIDv7 is used for new keys."),
         ("gerund_lead", "Switching to httpx now.", "Checking httpx now."),
+        ("gerund_lead", "Moving the standup to 10.", "Morning! Standup is at 10."),
+        ("gerund_lead", "Dropping the cache layer.", "Nothing new on the cache layer."),
+        ("gerund_lead", "Pinning numpy below 2.", "Waiting on numpy 2 wheels."),
     ],
 )
 def test_features_fire_on_their_speech_act(name: str, fires: str, quiet: str) -> None:

@@ -47,8 +47,9 @@ _PROGRESS = (
     r"gather|collect|test|verify|confirm|look into|figure out|think|dive|be"
 )
 # "I'm checking…" reports what the agent is busy with; "I'm switching…" commits.
-_BUSY = r"going\b|checking|looking|digging|working|investigating|trying|reviewing|reading|"
-_BUSY += r"waiting|thinking|running|pulling|searching|testing|still"
+_BUSY_VERBS = r"checking|looking|digging|working|investigating|trying|reviewing|reading|"
+_BUSY_VERBS += r"waiting|thinking|running|pulling|searching|testing"
+_BUSY = r"going\b|" + _BUSY_VERBS + r"|still"
 _COMMIT = _words_re(
     r"(?:i|we)(?:'ll| will| shall)(?! (?:" + _PROGRESS + r")(?![\w']))",
     r"(?:i'm|i am|we're|we are) going to(?! (?:" + _PROGRESS + r")(?![\w']))",
@@ -139,7 +140,10 @@ _DIRECTIVE = re.compile(
     r"exclude|include|start|leave|postpone|cancel|invest|hire|sign|opt)(?![\w'])"
 )
 # A present participle opening a sentence ("Switching…"), unless it announces work.
-_GERUND_LEAD = re.compile(r"^(?!checking|looking|digging|working|investigating)\w+ing(?!\w)")
+# Words in -ing that are not participles: "Morning!", "Nothing new", "According to…".
+_NOT_PARTICIPLES = r"(?:some|any|no|every)thing|morning|evening|during|according|regarding|"
+_NOT_PARTICIPLES += r"concerning|including|following|pending"
+_GERUND_LEAD = re.compile(rf"^(?!(?:{_BUSY_VERBS}|{_NOT_PARTICIPLES})(?!\w))\w+ing(?!\w)")
 _FILLER_LEAD = re.compile(
     r"^(?:(?:ok|okay|alright|all right|right|great|good|so|now|then|well|sure|yeah|yes)"
     r"[,:!.—–-]*\s+)+"
