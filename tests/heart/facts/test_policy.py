@@ -10,7 +10,7 @@ import pytest
 
 from memory_kernel.config import HeartConfig
 from memory_kernel.heart.facts.admission import AdmissionReason, admit_fact
-from memory_kernel.heart.facts.admission_features import possessive
+from memory_kernel.heart.facts.admission_features import admission_features, possessive
 from memory_kernel.heart.facts.normalise import features, normalise_content, stem, value_of
 from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.policy import Candidate, NewFact, plan_learn, reinforced
@@ -144,7 +144,9 @@ def test_dissimilar_is_unrelated() -> None:
      # Thanks, greetings, laughter with nothing particular beside them.
      ("Thank you so much, you've been amazing!", AdmissionReason.GREETING),
      ("lol my tea went cold again", AdmissionReason.GREETING),
-     ("Hey! Hope your weekend went well.", AdmissionReason.GREETING)],
+     ("Hey! Hope your weekend went well.", AdmissionReason.GREETING),
+     # "I" after an interjection is no name, so nothing particular stands beside it.
+     ("Ugh, I am so done with this week.", AdmissionReason.GREETING)],
 )  # fmt: skip
 def test_admission_rejects_noise(text: str, reason: AdmissionReason) -> None:
     decision = admit_fact(text)
@@ -167,6 +169,11 @@ def test_admission_rejects_noise(text: str, reason: AdmissionReason) -> None:
 )  # fmt: skip
 def test_admission_keeps_specific_facts(text: str) -> None:
     assert admit_fact(text).admitted
+
+
+def test_an_interjection_is_no_name() -> None:
+    assert admission_features("Mateo, my nephew, starts school in May.")["named_subject"] == 1.0
+    assert admission_features("Sorry, I lost the thread there.")["named_subject"] == 0.0
 
 
 def test_a_contraction_is_no_possessive() -> None:

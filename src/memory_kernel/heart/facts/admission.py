@@ -23,6 +23,8 @@ from enum import StrEnum
 
 from memory_kernel.heart.facts.admission_features import (
     ADMISSION_FEATURES,
+    CHATTER,
+    SMALL_TALK,
     admission_features,
     is_question,
     possessive,
@@ -56,22 +58,6 @@ class FactAdmission:
     reason: AdmissionReason
 
 
-_SMALL_TALK = _set(
-    """
-    hello hi hey hiya howdy greetings morning evening afternoon night bye goodbye cheers
-    thanks thank ty please welcome ok okay k kk yes yeah yep yup no nope sure alright
-    right cool great nice good fine awesome perfect sounds sound lol haha hmm um uh oh
-    ah wow gotcha noted understood agreed np sorry
-    """
-)
-# Greeting, thanking, laughing, groaning: the turn is talk to the listener. A discourse
-# filler ("oh", "um", "hmm") is not here: "oh, my daughter is allergic to peanuts".
-_CHATTER = _set(
-    """
-    hi hello hey hiya howdy thanks thank ty haha hehe lol lmao ugh yay omg wow yikes
-    bye goodbye cheers
-    """
-)
 # Words that point at nothing in particular: a fact made only of these says nothing.
 _VAGUE = _set(
     """
@@ -124,8 +110,12 @@ def _anchored(words: list[str], original: str) -> bool:
     if any(possessive(w) for w in words):  # "Priya's", "the app's"
         return True
     # A capitalised word inside the sentence is a name (people, products, places).
+    # ("I" is no name: "Ugh, I'm so frustrated.")
     inner = re.findall(r"(?<=[\w,;:] )[A-Z][\w-]*", original)
-    return any(name.lower() not in _GENERIC_SUBJECTS for name in inner)
+    return any(
+        name.lower() not in _GENERIC_SUBJECTS and name.lower() not in FUNCTION_WORDS
+        for name in inner
+    )
 
 
 def _evaluated(words: list[str]) -> bool:
@@ -182,13 +172,13 @@ def admit_fact(
 
     if not content_words:
         return reject(AdmissionReason.NO_CONTENT)
-    if all(w in _SMALL_TALK for w in content_words):
+    if all(w in SMALL_TALK for w in content_words):
         return reject(AdmissionReason.GREETING)
     anchored = _anchored(words, content)
-    if not anchored and any(w in _CHATTER for w in words):
+    if not anchored and any(w in CHATTER for w in words):
         return reject(AdmissionReason.GREETING)  # "Thanks so much, that's super helpful!"
     # "We talked for a while" is personal but still says nothing: pronouns do not count here.
-    if not anchored and all(w in _VAGUE or w in _SMALL_TALK for w in content_words):
+    if not anchored and all(w in _VAGUE or w in SMALL_TALK for w in content_words):
         return reject(AdmissionReason.VAGUE)
     generic = not anchored and not _personal(words)
     if generic and len(content_words) <= 4 and _evaluated(words):

@@ -14,7 +14,8 @@ from functools import lru_cache
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens, value_of
 
 __all__ = [
-    "ADMISSION_FEATURES", "admission_features", "is_question", "is_request", "possessive",
+    "ADMISSION_FEATURES", "CHATTER", "SMALL_TALK", "admission_features", "is_question",
+    "is_request", "possessive",
 ]  # fmt: skip
 
 
@@ -76,12 +77,25 @@ _INNER_NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w-]*")
 _CODE = re.compile(r"`[^`]+`|\w+[_./@]\w+|\b[A-Z]{2,}\b|\w*\d\w*[A-Za-z]\w*|[A-Za-z]+-\d|\b0\d+\b")
 
 
-_NOT_NAMES = (
-    _INDEFINITE
-    | _TRANSIENT
-    | _EVALUATIVE
-    | _set("user hello hi hey okay ok alright thanks please good great earlier sure yes no")
+SMALL_TALK = _set(
+    """
+    hello hi hey hiya howdy greetings morning evening afternoon night bye goodbye cheers
+    thanks thank ty please welcome ok okay k kk yes yeah yep yup no nope sure alright
+    right cool great nice good fine awesome perfect sounds sound lol haha hmm um uh oh
+    ah wow gotcha noted understood agreed np sorry
+    """
 )
+# Greeting, thanking, laughing, groaning: the turn is talk to the listener. A discourse
+# filler ("oh", "um", "hmm") is not here: "oh, my daughter is allergic to peanuts".
+CHATTER = _set(
+    """
+    hi hello hey hiya howdy thanks thank ty haha hehe lol lmao ugh yay omg wow yikes
+    bye goodbye cheers
+    """
+)
+# An interjection opens a sentence capitalised and followed by a comma, like a name in
+# apposition ("Ugh, …", "Sorry, …" against "Mateo, …").
+_NOT_NAMES = _INDEFINITE | _TRANSIENT | _EVALUATIVE | SMALL_TALK | CHATTER | _set("user earlier")
 
 
 def is_question(text: str) -> bool:
