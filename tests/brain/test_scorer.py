@@ -88,6 +88,12 @@ def test_features_fire_on_their_speech_act(name: str, fires: str, quiet: str) ->
         # A possibility or a generalisation before it.
         ("I'd take the train over the bus here.", "Most people would take the train over the bus."),
         ("We're picking the 40-litre pack for this trip.", "Maybe we pick the 40-litre pack?"),
+        # A memory before the choice holds it back; a reason quoting the listener after it
+        # does not.
+        (
+            "Let's take the ferry at 9, since you said you'd rather be home by six.",
+            "You said last week we'd take the ferry at 9.",
+        ),
         # Someone else's choice, reported.
         ("I went with the oak shelves for the hallway.", "The builder went with the oak shelves."),
         ("Decision: we pay the card off first.", "The bank's decision came through on Monday."),

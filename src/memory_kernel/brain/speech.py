@@ -229,14 +229,13 @@ def _speakers_choice(sentence: str, choosing: re.Pattern[str]) -> bool:
 
 def _lead_choice(t: _Text) -> float:
     """1 when the first sentence commits, chooses, contrasts or recommends before anything
-    puts it out of the speaker's commitment (a condition, a possibility, a generalisation),
-    with a choice verb only counted when the speaker chooses; and it is not a memory."""
+    puts it out of the speaker's present commitment: a condition, a possibility, a
+    generalisation, or a memory ("I remember we picked Kafka over RabbitMQ"; a reason that
+    quotes the listener after the choice, "…, since you said you'd rather…", keeps it). A
+    choice verb counts only when the speaker chooses."""
     first = t.sentences[0] if t.sentences else ""
-    if _RECALL.search(first):
-        return 0.0
-    hedge = _UNCOMMITTED.search(first)
-    end = hedge.start() if hedge else len(first)
-    head = first[:end]
+    held = [m.start() for p in (_UNCOMMITTED, _RECALL) if (m := p.search(first))]
+    head = first[: min(held, default=len(first))]
     return float(
         any(p.search(head) for p in (_COMMIT, _CONTRAST, _RECOMMEND))
         or _speakers_choice(head, _CHOICE)
