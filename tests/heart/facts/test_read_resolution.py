@@ -153,6 +153,22 @@ def test_two_states_of_one_numbered_item_answer_a_state_question_newest_first() 
     assert read_ruled(query, change, features("#611 approved by the CAB."), t) == 1.0
 
 
+def test_two_states_of_one_named_item_answer_a_status_question_newest_first() -> None:
+    t = RelationThresholds.from_config(HeartConfig())
+    old = features("Sent the loft permit application to the council, waiting to hear back.")
+
+    def ruled(new: str, query: str) -> float | None:
+        return read_ruled(query_view(query), old, features(new), t)
+
+    query = "what's the status of the loft permit"
+    assert ruled("loft permit approved!! builders can start in May", query) == 1.0
+    assert ruled("Heard back on the loft: permit approved", query) == 1.0
+    # Another item of the same kind: the query's words are not held alike.
+    assert ruled("garage permit approved!! builders can start in May", query) is None
+    # A yes/no question's words may be the value it asks about: the scorer weighs it.
+    assert ruled("loft permit approved!! builders can start in May", "is it approved") is None
+
+
 def test_a_state_question_about_an_identifier_is_answered_by_what_names_it() -> None:
     query = query_view("what is the status of 014")
     old, new = statement("014 status: PLANNED"), statement("014 merged into main today.")

@@ -54,6 +54,7 @@ READ_FEATURES = READ_PAIR_FEATURES + QUERY_FEATURES
 _NUMERIC = frozenset({"number", "money", "measure", "percent"})
 #: The kind a question about a state asks for: any statement about its subject answers it.
 STATE = "state"
+_STATUS = re.compile(r"\b(status|state|progress)\b")
 _WHEN = PERIOD_KINDS | {"time"}
 _ASKED: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
     (re.compile(pattern), kinds)
@@ -76,7 +77,7 @@ _ASKED: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
         ),
         # A state: "what is the status of X", or a yes/no question ("is X still flaky",
         # "can I run yet"): whatever the statements about X say of it.
-        (r"\b(status|state|progress)\b", frozenset({STATE})),
+        (_STATUS.pattern, frozenset({STATE})),
         (r"^(is|are|was|were|can|could|does|do|did|has|have|will)\b", frozenset({STATE})),
         (r"\b(what|which)\b", frozenset({"name", "identifier"})),
     )
@@ -177,13 +178,24 @@ def answers(query: Query, s: Statement) -> bool:
 
 
 def states_of_one_item(query: Query, old: Statement, new: Statement) -> bool:
-    """``query`` asks for the state of the numbered things it names ("what's the status of
-    ticket 4411"), and ``old`` and ``new`` both name exactly those and no other: two states
-    of one item, the newer is how it is now ("Ticket 4411: blocked on vendor API keys" /
-    "Ticket 4411: in review"; "006 status: PLANNED" / "006 shipped")."""
-    if STATE not in query.asked or not query.identifiers:
+    """``query`` asks for the state of one item, and ``old`` and ``new`` both name that item
+    and no other: two states of one item, the newer is how it is now.
+
+    The item is what the query numbers ("what's the status of ticket 4411": "Ticket 4411:
+    blocked on vendor API keys" / "Ticket 4411: in review"; "006 status: PLANNED" / "006
+    shipped"), or, when it numbers nothing and asks for a status in words, the query's words
+    that both statements hold, the same ones in each ("what's the status of my visa":
+    "visa application submitted" / "visa approved!!"). A yes/no question is not read that
+    way: its words may be the value it asks about ("is Hannah allergic to nuts")."""
+    if STATE not in query.asked:
         return False
-    return query.identifiers <= old.identifiers and old.identifiers == new.identifiers
+    if query.identifiers:
+        return query.identifiers <= old.identifiers and old.identifiers == new.identifiers
+    if not _STATUS.search(query.text.lower()) or not new.identifiers <= old.identifiers:
+        return False
+    held_old = frozenset(w for w in query.content if covered((w,), old.topic_pool))
+    held_new = frozenset(w for w in query.content if covered((w,), new.topic_pool))
+    return bool(held_old) and held_old == held_new
 
 
 def query_features(
