@@ -31,6 +31,12 @@ def test_numbers_after_citation_nouns_and_codes_are_identifiers() -> None:
     assert statement("It was deprecated in v3.").identifiers == {"3"}
 
 
+def test_a_code_is_read_whole_with_every_hyphened_part() -> None:
+    backups = statement("Nightly backups are copied to ap-south-2.")
+    assert backups.identifiers == {"ap-south-2"}
+    assert "ap" not in backups.content and "south" not in backups.content
+
+
 def test_a_number_after_the_number_sign_names_a_thing() -> None:
     merged = statement("MR #5120 landed on main.")
     assert merged.identifiers == {"5120"} and not merged.values

@@ -33,15 +33,15 @@ def _set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Tokens with their case: times with am/pm, amounts, codes, numbers (a number after the
-# number sign is a name: "#882"), words.
+# Tokens with their case: times with am/pm, amounts, codes (whole, with every hyphened part:
+# "us-east-1"), numbers (a number after the number sign is a name: "#882"), words.
 _RAW = re.compile(
     r"#\d+\b|"
     r"\d{1,2}(?::\d{2})?\s?(?:[ap]\.?m\.?)(?![a-z])"
     r"|\d{1,2}:\d{2}(?::\d{2})?"
     r"|[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|bn|million|billion)\b)?"
     r"|\d+(?:\.\d+)?-[A-Za-z]+"
-    r"|[A-Za-z]+[-.]?\d(?:[\w.-]*\w)?|\d+[A-Za-z]\w*"
+    r"|[A-Za-z]+(?:-[A-Za-z]+)*[-.]?\d(?:[\w.-]*\w)?|\d+[A-Za-z]\w*"
     r"|\d[\d,]*(?:\.\d+)*%?"
     r"|\w+(?:['’]\w+)?"
     r"|[?]",
