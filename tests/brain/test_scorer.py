@@ -94,6 +94,8 @@ def test_features_fire_on_their_speech_act(name: str, fires: str, quiet: str) ->
             "Let's take the ferry at 9, since you said you'd rather be home by six.",
             "You said last week we'd take the ferry at 9.",
         ),
+        # Choosing a step of the work announces the step.
+        ("I decided to drop the nightly export.", "I decided to check the export logs first."),
         # Someone else's choice, reported.
         ("I went with the oak shelves for the hallway.", "The builder went with the oak shelves."),
         ("Decision: we pay the card off first.", "The bank's decision came through on Monday."),

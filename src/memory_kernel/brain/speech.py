@@ -162,6 +162,7 @@ _PERSONAL = re.compile(
     r"(?:^|[^\w'])(?:i|we|you|let's|i'm|we're|you're|i've|we've|you've|i'd|we'd|you'd|"
     r"i'll|we'll|you'll)(?:\s+\S+){0,3}$"
 )
+_CHOSEN_STEP = re.compile(r" to (?:" + _PROGRESS + r")(?![\w'])")
 _CLAUSE_BREAK = re.compile(r"[,;:—–(]|\band\b|\bbut\b")
 _LIST_LINE = re.compile(r"^\s*(?:[-*•·]|\d+[.)]|[a-z][.)])\s+")
 _CODE = re.compile(r"`[^`]+`")
@@ -219,8 +220,12 @@ def _lead(t: _Text, *patterns: re.Pattern[str]) -> float:
 
 def _speakers_choice(sentence: str, choosing: re.Pattern[str]) -> bool:
     """Whether a choice verb in ``sentence`` is the speaker's: nobody else is named before it
-    in its clause (its start, or a personal pronoun within three words before it)."""
+    in its clause (its start, or a personal pronoun within three words before it). Choosing
+    to do a step of the work ("I decided to check the logs first") announces the step, as
+    "I'll check" does."""
     for match in choosing.finditer(sentence):
+        if _CHOSEN_STEP.match(sentence, match.end()):
+            continue
         before = _CLAUSE_BREAK.split(sentence[: match.start()])[-1]
         if not before.strip() or _PERSONAL.search(before + match.group(0).split()[0]):
             return True
