@@ -60,6 +60,7 @@ def _value(text: str, name: str) -> float:
     [
         ("commitment", "We'll keep the old parser.", "We kept the old parser."),
         ("commitment", "I'm switching the client to httpx.", "I'm checking the client."),
+        ("commitment", "Let's ship it on Friday.", "Let's see the numbers first."),
         ("contrast", "Random effects, not fixed effects.", "Random effects fit well."),
         ("contrast", "Use gRPC rather than REST.", "Use gRPC for it."),
         ("transition", "Let me check the logs.", "The logs say it timed out."),

@@ -53,7 +53,7 @@ _BUSY = r"going\b|" + _BUSY_VERBS + r"|still"
 _COMMIT = _words_re(
     r"(?:i|we)(?:'ll| will| shall)(?! (?:" + _PROGRESS + r")(?![\w']))",
     r"(?:i'm|i am|we're|we are) going to(?! (?:" + _PROGRESS + r")(?![\w']))",
-    r"let's",
+    r"let's(?! (?:" + _PROGRESS + r")(?![\w']))",
     r"(?:i'm|i am|we're|we are) (?:not )?(?!" + _BUSY + r")\w+ing",
 )
 _CHOICE = _words_re(
