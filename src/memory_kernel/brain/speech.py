@@ -319,10 +319,10 @@ FEATURES: tuple[Feature, ...] = (
     Feature("lead_recall", "recall", lambda t: _lead(t, _RECALL), "the first sentence recalls"),
     Feature("lead_error", "error", lambda t: _lead(t, _ERROR), "the first sentence is an error"),
     Feature("lead_choice", DECISION, _lead_choice,
-            "the first sentence commits, chooses, contrasts or recommends, before any "
-            "condition or hedge ('If it comes back under 50ms, we should go with gRPC' "
-            "commits to nothing), the speaker choosing ('the authors chose BM25' reports a "
-            "choice) — and is not a memory ('I remember we picked Kafka over RabbitMQ')"),
+            "the first sentence commits, chooses, contrasts or recommends before anything "
+            "holds it back: a condition, a hedge or a memory ('If it comes back under 50ms, "
+            "we should go with gRPC', 'I remember we picked Kafka'); a choice verb counts "
+            "when the speaker chooses ('the authors chose BM25' reports a choice)"),
 )  # fmt: skip
 
 
