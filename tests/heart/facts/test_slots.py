@@ -16,7 +16,7 @@ from memory_kernel.heart.facts.relation import (
     update_probability,
     veto,
 )
-from memory_kernel.heart.facts.slots import statement
+from memory_kernel.heart.facts.slots import same_periods, statement
 
 CFG = HeartConfig()
 T = RelationThresholds.from_config(CFG)
@@ -215,6 +215,20 @@ def test_a_word_swapped_in_place_is_never_a_duplicate() -> None:
         "Sprint planning is on Wednesday afternoons.",
     )
     assert _relation(old, new, 0.95) is PairRelation.UNRELATED
+
+
+def test_the_same_words_of_another_period_named_from_now_are_never_the_same() -> None:
+    old, new = "Grandpa is retiring this year.", "Grandpa retired last year."
+    for similarity in (0.6, 0.95):
+        assert _relation(old, new, similarity) is not PairRelation.DUPLICATE
+    moved = ("The roof was redone last summer.", "Last summer the roof was redone.")
+    assert _relation(*moved) is PairRelation.DUPLICATE
+    # One period in two words; and "the last week of" a quarter is no period from now.
+    assert same_periods("Our son starts nursery this autumn.", "Our son begins nursery this fall.")
+    assert same_periods(
+        "Deploys freeze in the last week of the quarter.",
+        "Deploys freeze in each quarter's final week.",
+    )
 
 
 def test_reordered_and_abbreviated_restatements_are_duplicates() -> None:

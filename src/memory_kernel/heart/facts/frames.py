@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-from memory_kernel.heart.facts.slots import Statement, abbreviation_like
+from memory_kernel.heart.facts.slots import Statement, abbreviation_like, same_periods
 from memory_kernel.heart.facts.synonyms import synonymous
 
 __all__ = ["FrameDiff", "abbreviates", "collapsed", "compare", "may_be_parallel"]
@@ -234,6 +234,9 @@ def compare(old: Statement, new: Statement) -> FrameDiff:
     partly matches must not turn into a value swap)."""
     a, b = list(old.items), list(new.items)
     diff = _aligned(a, b)
+    if diff.same and not same_periods(old.text, new.text):
+        # "Dad is retiring this year" / "Dad retired last year": the same words, another time.
+        return FrameDiff(parallel=True, shared=diff.shared, value=0, entity=0, other=1)
     if diff.same or not (old.abbreviations or new.abbreviations):
         return diff
     a2, b2 = collapsed(a, b), collapsed(b, a)

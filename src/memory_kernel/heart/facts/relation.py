@@ -36,7 +36,7 @@ from memory_kernel.heart.facts.pairs import (
 )
 from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.scorer import LinearScorer, packaged
-from memory_kernel.heart.facts.slots import Statement, statement
+from memory_kernel.heart.facts.slots import Statement, same_periods, statement
 from memory_kernel.heart.facts.values import PERIOD_KINDS
 
 if TYPE_CHECKING:
@@ -336,7 +336,7 @@ def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff | None) -> 
         return False  # a question, a condition or a report never restates a statement
     if old.list_item != new.list_item:
         return False  # "... sesame as well" adds to a list the other statement began
-    if old.value_keys() != new.value_keys():
+    if old.value_keys() != new.value_keys() or not same_periods(old.text, new.text):
         return False
     if content_overlap(old, new) < _RESTATED_OVERLAP:
         return False

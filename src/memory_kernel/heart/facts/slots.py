@@ -257,6 +257,23 @@ def _opens_object(word: str) -> bool:
     return word in _OBJECT_OPENERS or word[:1].isdigit() or word[:1] in "$€£¥"
 
 
+# A period named from now ("last year", "this month", "next summer"; "yesterday"; not
+# "the last week of the quarter"): two
+# statements of different ones tell of different times ("Dad is retiring this year" / "Dad
+# retired last year"), however alike their words.
+_FROM_NOW = re.compile(
+    r"(?<!the )\b(?:(?:last|this|next|coming|previous|past) (?:week|weekend|month|year|quarter|"
+    r"semester|season|summer|winter|spring|fall)|yesterday|tomorrow)\b"
+)
+
+
+def same_periods(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` name the same periods from now (none, often)."""
+    # Autumn is the fall: "this autumn" / "this fall" name one period.
+    a, b = (text.lower().replace("autumn", "fall") for text in (a, b))
+    return set(_FROM_NOW.findall(a)) == set(_FROM_NOW.findall(b))
+
+
 @lru_cache(maxsize=65_536)
 def statement(text: str) -> Statement:
     raw = _raw_tokens(text)
