@@ -218,12 +218,12 @@ def _lead(t: _Text, *patterns: re.Pattern[str]) -> float:
     return float(any(p.search(first) for p in patterns))
 
 
-def _speakers_choice(sentence: str, choosing: re.Pattern[str]) -> bool:
+def _speakers_choice(sentence: str) -> bool:
     """Whether a choice verb in ``sentence`` is the speaker's: nobody else is named before it
     in its clause (its start, or a personal pronoun within three words before it). Choosing
     to do a step of the work ("I decided to check the logs first") announces the step, as
     "I'll check" does."""
-    for match in choosing.finditer(sentence):
+    for match in _CHOICE.finditer(sentence):
         if _CHOSEN_STEP.match(sentence, match.end()):
             continue
         before = _CLAUSE_BREAK.split(sentence[: match.start()])[-1]
@@ -242,8 +242,7 @@ def _lead_choice(t: _Text) -> float:
     held = [m.start() for p in (_UNCOMMITTED, _RECALL) if (m := p.search(first))]
     head = first[: min(held, default=len(first))]
     return float(
-        any(p.search(head) for p in (_COMMIT, _CONTRAST, _RECOMMEND))
-        or _speakers_choice(head, _CHOICE)
+        any(p.search(head) for p in (_COMMIT, _CONTRAST, _RECOMMEND)) or _speakers_choice(head)
     )
 
 

@@ -231,12 +231,18 @@ def compare(old: Statement, new: Statement) -> FrameDiff:
     """Align ``old`` and ``new`` (see the module docstring). An abbreviation written out in
     full on the other side, anywhere in it, aligns with it (``collapsed``) when that makes
     the two a restatement; otherwise the words are aligned as written (a span that only
-    partly matches must not turn into a value swap)."""
-    a, b = list(old.items), list(new.items)
-    diff = _aligned(a, b)
+    partly matches must not turn into a value swap). The same words naming another period
+    from now (``slots.same_periods``) differ."""
+    diff = _spelled_alike(old, new)
     if diff.same and not same_periods(old.text, new.text):
         # "Dad is retiring this year" / "Dad retired last year": the same words, another time.
         return FrameDiff(parallel=True, shared=diff.shared, value=0, entity=0, other=1)
+    return diff
+
+
+def _spelled_alike(old: Statement, new: Statement) -> FrameDiff:
+    a, b = list(old.items), list(new.items)
+    diff = _aligned(a, b)
     if diff.same or not (old.abbreviations or new.abbreviations):
         return diff
     a2, b2 = collapsed(a, b), collapsed(b, a)
