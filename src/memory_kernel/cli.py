@@ -273,6 +273,15 @@ def eval_(
             show_default=False,
         ),
     ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge",
+            help="dedup: also consolidate each pair learn kept apart with this judge, "
+            "openai:<model>@<base_url> (key from MEMORY_KERNEL_JUDGE_API_KEY or OPENAI_API_KEY)",
+            show_default=False,
+        ),
+    ] = None,
     folds: Annotated[
         int | None,
         typer.Option(
@@ -290,7 +299,7 @@ def eval_(
         run_eval(
             console, suite=suite, data=data, embedder=embedder, json_path=json_path, plot=plot,
             options={"budget": budget, "limit": limit, "contexts": contexts,
-                     "extractor": extractor}, folds=folds,
+                     "extractor": extractor, "judge": judge}, folds=folds,
             seed=seed,
         )  # fmt: skip
     except MemoryKernelError as exc:

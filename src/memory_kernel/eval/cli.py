@@ -62,6 +62,9 @@ def run_eval(
     runner = load_suite(suite)
     given = {k: v for k, v in (options or {}).items() if v is not None}
     check_options(suite, given)
+    if folds is not None and given:
+        flags = ", ".join(f"--{o}" for o in sorted(given))
+        raise ConfigError(f"{flags} and --folds do not go together: cross-validation refits")
     _check_inputs(data, plot, suite, sweep=False)
     shown = f" · {folds} folds, seed {seed}" if folds is not None else ""
     console.print(f"[dim]suite {suite} · embedder {embedder} · data {data}{shown}[/]")

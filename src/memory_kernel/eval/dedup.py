@@ -24,14 +24,23 @@ import numpy as np
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError, EmbedderError
 from memory_kernel.eval._metrics import Metrics, binary_metrics, roc_auc
-from memory_kernel.eval.kernel_api import FactInput, LearnAction, LearnOutcome, embed_checked
+from memory_kernel.eval.kernel_api import (
+    FactInput,
+    LearnAction,
+    LearnOutcome,
+    MemoryKernel,
+    embed_checked,
+)
 from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.eval.targets import targets_for
 from memory_kernel.protocols import Embedder
 
-__all__ = ["Pair", "cosines", "decide", "load_pairs", "merged", "run", "score"]
+__all__ = [
+    "Pair", "cosines", "decide", "learn_pairs", "load_pairs", "merged", "pair_agent", "run",
+    "score",
+]  # fmt: skip
 
 
 class Pair(NamedTuple):
@@ -83,24 +92,36 @@ async def decide(
     pairs: Sequence[Pair], embedder: Embedder, *, config: MemoryKernelConfig | None = None
 ) -> list[LearnOutcome]:
     """Learn each pair (a, then b) in an agent of its own; the outcomes of the b's."""
-    outcomes: list[LearnOutcome] = []
     async with eval_kernel(embedder, config=config) as kernel:
-        with progress("dedup pairs", len(pairs)) as advance:
-            for start in range(0, len(pairs), _CHUNK):
-                batch: list[FactInput] = []
-                for n, pair in enumerate(pairs[start : start + _CHUNK], start):
-                    agent = f"dd-{n}"
-                    batch += [FactInput(agent_id=agent, content=pair.a, explicit=True),
-                              FactInput(agent_id=agent, content=pair.b, explicit=True)]  # fmt: skip
-                learned = await kernel.heart.facts.learn_many(batch)
-                if any(o.pending_embedding for o in learned):
-                    # Without a vector a fact has no dedup candidate: the numbers would lie.
-                    raise EmbedderError(
-                        f"embedder {embedder.name!r} failed during the dedup run (facts were "
-                        "stored without a vector); no measurement"
-                    )
-                outcomes += learned[1::2]
-                advance(len(batch) // 2)
+        return await learn_pairs(kernel, pairs, embedder)
+
+
+def pair_agent(n: int) -> str:
+    """The agent the ``n``-th pair is learned in."""
+    return f"dd-{n}"
+
+
+async def learn_pairs(
+    kernel: MemoryKernel, pairs: Sequence[Pair], embedder: Embedder
+) -> list[LearnOutcome]:
+    """:func:`decide` on an open kernel."""
+    outcomes: list[LearnOutcome] = []
+    with progress("dedup pairs", len(pairs)) as advance:
+        for start in range(0, len(pairs), _CHUNK):
+            batch: list[FactInput] = []
+            for n, pair in enumerate(pairs[start : start + _CHUNK], start):
+                agent = pair_agent(n)
+                batch += [FactInput(agent_id=agent, content=pair.a, explicit=True),
+                          FactInput(agent_id=agent, content=pair.b, explicit=True)]  # fmt: skip
+            learned = await kernel.heart.facts.learn_many(batch)
+            if any(o.pending_embedding for o in learned):
+                # Without a vector a fact has no dedup candidate: the numbers would lie.
+                raise EmbedderError(
+                    f"embedder {embedder.name!r} failed during the dedup run (facts were "
+                    "stored without a vector); no measurement"
+                )
+            outcomes += learned[1::2]
+            advance(len(batch) // 2)
     return outcomes
 
 
@@ -143,14 +164,25 @@ def score(pairs: Sequence[Pair], merges: Sequence[bool]) -> Metrics:
 
 
 async def run(
-    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None
-) -> SuiteReport:
+    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None,
+    judge: str | None = None,
+) -> SuiteReport:  # fmt: skip
+    """The suite; with ``judge`` (``openai:<model>@<base_url>``), each pair ``learn`` kept
+    apart is then consolidated with that judge (``eval/dedup_judge.py``)."""
     kind, pairs = load_pairs(data)
     if not pairs:
         raise ConfigError(f"no dedup pairs in {data}")
-    outcomes = await decide(pairs, embedder, config=config)
-    merges = merged(outcomes)
-    metrics = score(pairs, merges)
+    notes = [f"format: {kind}; decision = second statement reinforced the first"]
+    asked: Metrics = {}
+    if judge is None:
+        outcomes = await decide(pairs, embedder, config=config)
+        merges = merged(outcomes)
+    else:
+        from memory_kernel.eval.dedup_judge import JUDGED_NOTE, decide_judged
+
+        outcomes, merges, asked = await decide_judged(pairs, embedder, judge, config=config)
+        notes.append(JUDGED_NOTE)
+    metrics: Metrics = {**score(pairs, merges), **asked}
     errors = [
         {"id": p.id, "kind": p.kind, "label": int(p.same), "decision": o.action.value,
          "reason": o.reason}
@@ -171,7 +203,7 @@ async def run(
         embedder=embedder.name,
         metrics=metrics,
         tables=tables,
-        notes=[f"format: {kind}; decision = second statement reinforced the first"],
+        notes=notes,
         targets=targets,
     )
 

@@ -2,7 +2,7 @@
 
 Each function is ``async def run(data: Path, embedder: Embedder) -> SuiteReport``; a suite
 listed in ``SUITE_OPTIONS`` also takes those keyword options (``--budget``, ``--limit``,
-``--contexts``, ``--extractor``).
+``--contexts``, ``--extractor``; ``--judge`` for dedup).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ SUITES: dict[str, str] = {
 #: The command-line options a suite takes besides its data and embedder.
 SUITE_OPTIONS: dict[str, frozenset[str]] = {
     "conversations": frozenset({"budget", "limit", "contexts", "extractor"}),
+    "dedup": frozenset({"judge"}),
 }
 
 

@@ -1,0 +1,72 @@
+"""Dedup with a judge: what a model asked about the restatements ``learn`` kept apart adds.
+
+``memory-kernel eval dedup --data FILE --judge openai:<model>@<base_url>`` learns each pair
+as the plain suite does (``a``, then ``b``, in an agent of its own), then consolidates every
+agent whose pair ``learn`` did not merge, with a :class:`~memory_kernel.judges.ChatJudge` on
+that endpoint: the nightly run's candidate search and rules, and the judge asked about the
+ambiguous merges, the restatement band included (``consolidation.judge_restatement_
+probability``). A pair counts as merged when either step merged it. The report adds how
+many pairs the judge was asked about, its calls, and the answers the rules took back
+(``judge_fallbacks``: unreadable, or a merge across a changed value or a flipped meaning).
+The key is read from ``MEMORY_KERNEL_JUDGE_API_KEY``, else ``OPENAI_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+from memory_kernel.config import MemoryKernelConfig
+from memory_kernel.errors import ConfigError
+from memory_kernel.eval._metrics import Metrics
+from memory_kernel.eval.dedup import Pair, learn_pairs, merged, pair_agent
+from memory_kernel.eval.kernel_api import LearnOutcome
+from memory_kernel.eval.store import eval_kernel
+from memory_kernel.judges import ChatJudge
+from memory_kernel.models.consolidation import AgentRunStatus, ConsolidationAction
+from memory_kernel.protocols import Embedder
+
+__all__ = ["JUDGED_NOTE", "decide_judged", "judge_from_name"]
+
+JUDGED_NOTE = (
+    "with a judge: each pair learn kept apart was consolidated with it; merged = by learn "
+    "or by consolidation"
+)
+_OPENAI = re.compile(r"^openai:(?P<model>[^@]+)@(?P<url>.+)$")
+
+
+def judge_from_name(name: str) -> ChatJudge:
+    """``openai:<model>@<base_url>``: a :class:`ChatJudge` on that endpoint."""
+    match = _OPENAI.match(name)
+    if match is None:
+        raise ConfigError(f"unreadable judge {name!r}: use openai:<model>@<base_url>")
+    key = os.environ.get("MEMORY_KERNEL_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    return ChatJudge(match["url"], match["model"], api_key=key)
+
+
+async def decide_judged(
+    pairs: Sequence[Pair], embedder: Embedder, judge: str, *,
+    config: MemoryKernelConfig | None = None,
+) -> tuple[list[LearnOutcome], list[bool], Metrics]:  # fmt: skip
+    """The outcomes of the b's, which pairs ended merged, and what the judge was asked."""
+    async with (
+        judge_from_name(judge) as chat,
+        eval_kernel(embedder, config=config, judge=chat) as kernel,
+    ):
+        outcomes = await learn_pairs(kernel, pairs, embedder)
+        merges = merged(outcomes)
+        asked: Metrics = {"merged_by_learn": sum(merges), "merged_by_consolidation": 0,
+                          "judge_questions": 0, "judge_calls": 0, "judge_fallbacks": 0}  # fmt: skip
+        for n, was_merged in enumerate(list(merges)):
+            if was_merged:
+                continue
+            (run,) = (await kernel.consolidate(pair_agent(n))).agents
+            if run.status is not AgentRunStatus.DONE:
+                raise ConfigError(f"consolidating pair {pairs[n].id} failed: {run.error}")
+            merges[n] = run.counts.get(ConsolidationAction.MERGED, 0) > 0
+            asked["merged_by_consolidation"] += merges[n]
+            asked["judge_questions"] += run.ambiguous
+            asked["judge_calls"] += run.judge_calls
+            asked["judge_fallbacks"] += run.counts.get(ConsolidationAction.JUDGE_FALLBACK, 0)
+    return outcomes, merges, asked
