@@ -14,13 +14,13 @@ The key is read from ``MEMORY_KERNEL_JUDGE_API_KEY``, else ``OPENAI_API_KEY``.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval._metrics import Metrics
 from memory_kernel.eval.dedup import Pair, learn_pairs, merged, pair_agent
+from memory_kernel.eval.embedders import openai_endpoint
 from memory_kernel.eval.kernel_api import LearnOutcome
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.judges import ChatJudge
@@ -33,16 +33,15 @@ JUDGED_NOTE = (
     "with a judge: each pair learn kept apart was consolidated with it; merged = by learn "
     "or by consolidation"
 )
-_OPENAI = re.compile(r"^openai:(?P<model>[^@]+)@(?P<url>.+)$")
 
 
 def judge_from_name(name: str) -> ChatJudge:
     """``openai:<model>@<base_url>``: a :class:`ChatJudge` on that endpoint."""
-    match = _OPENAI.match(name)
-    if match is None:
-        raise ConfigError(f"unreadable judge {name!r}: use openai:<model>@<base_url>")
+    model, url, dim = openai_endpoint(name, "judge", "openai:<model>@<base_url>")
+    if dim is not None:
+        raise ConfigError(f"judge {name!r}: a judge has no dimension; drop the #{dim}")
     key = os.environ.get("MEMORY_KERNEL_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    return ChatJudge(match["url"], match["model"], api_key=key)
+    return ChatJudge(url, model, api_key=key)
 
 
 async def decide_judged(

@@ -13,7 +13,7 @@ from memory_kernel.embeddings import (
 from memory_kernel.errors import ConfigError
 from memory_kernel.protocols import Embedder
 
-__all__ = ["EMBEDDER_HELP", "close_embedder", "embedder_from_name"]
+__all__ = ["EMBEDDER_HELP", "close_embedder", "embedder_from_name", "openai_endpoint"]
 
 EMBEDDER_HELP = (
     "hashing (default), st (offline all-MiniLM-L6-v2), st:<model or path>, or "
@@ -28,12 +28,18 @@ _KNOWN_DIMS = {
 _OPENAI = re.compile(r"^openai:(?P<model>[^@]+)@(?P<url>[^#]+?)(?:#(?P<dim>\d+))?$")
 
 
-def _openai(name: str) -> Embedder:
+def openai_endpoint(name: str, what: str, form: str) -> tuple[str, str, int | None]:
+    """``(model, base_url, dim or None)`` of ``openai:<model>@<base_url>[#<dim>]``; ``what``
+    and ``form`` name the option in the error."""
     match = _OPENAI.match(name)
     if match is None:
-        raise ConfigError(f"unreadable embedder {name!r}: use openai:<model>@<base_url>[#<dim>]")
-    model, url = match["model"], match["url"]
-    dim = int(match["dim"]) if match["dim"] else _KNOWN_DIMS.get(model)
+        raise ConfigError(f"unreadable {what} {name!r}: use {form}")
+    return match["model"], match["url"], int(match["dim"]) if match["dim"] else None
+
+
+def _openai(name: str) -> Embedder:
+    model, url, dim = openai_endpoint(name, "embedder", "openai:<model>@<base_url>[#<dim>]")
+    dim = dim or _KNOWN_DIMS.get(model)
     if dim is None:
         raise ConfigError(f"embedder {name!r}: say the model's dimension, e.g. {name}#768")
     key = os.environ.get("MEMORY_KERNEL_EMBED_API_KEY") or os.environ.get("OPENAI_API_KEY")
