@@ -9,6 +9,7 @@ from memory_kernel.config import HeartConfig
 from memory_kernel.heart.facts.frames import abbreviates, compare
 from memory_kernel.heart.facts.normalise import features
 from memory_kernel.heart.facts.pairs import shared_names, topic_anchor, typed_value_changed
+from memory_kernel.heart.facts.reading import roles_exchanged, same_periods, same_reading
 from memory_kernel.heart.facts.relation import (
     PairRelation,
     RelationThresholds,
@@ -16,7 +17,7 @@ from memory_kernel.heart.facts.relation import (
     update_probability,
     veto,
 )
-from memory_kernel.heart.facts.slots import same_periods, statement
+from memory_kernel.heart.facts.slots import statement
 
 CFG = HeartConfig()
 T = RelationThresholds.from_config(CFG)
@@ -228,6 +229,40 @@ def test_the_same_words_of_another_period_named_from_now_are_never_the_same() ->
     assert same_periods(
         "Deploys freeze in the last week of the quarter.",
         "Deploys freeze in each quarter's final week.",
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # The same content words, another scope.
+        ("All of the user's cousins live in Ohio.", "Some of the user's cousins live in Ohio."),
+        ("I always cycle to the office.", "I sometimes cycle to the office."),
+        # One more item of a list.
+        ("I packed the charger for the trip.", "I packed the charger and adapter for the trip."),
+        # Who does what to whom, exchanged.
+        ("Lena owes me $40 for the concert tickets.", "I owe Lena $40 for the concert tickets."),
+        ("My aunt taught me to knit.", "I taught my aunt to knit."),
+        ("The parrot is scared of the kitten.", "The kitten is scared of the parrot."),
+        # A thought about it beside the thing done.
+        ("I'm thinking about selling my car.", "I sold my car."),
+    ],
+)  # fmt: skip
+def test_the_same_words_read_another_way_are_never_the_same(old: str, new: str) -> None:
+    for similarity in (0.6, 0.95):
+        assert _relation(old, new, similarity) is not PairRelation.DUPLICATE
+
+
+def test_what_reads_alike_still_merges() -> None:
+    # Each only in word order or with one participant joined to the other.
+    for old, new in [
+        ("Every morning I cycle to the office.", "I cycle to the office each morning."),
+        ("My partner and I share a car.", "I share a car with my partner."),
+        ("The team is led by Ines.", "Ines leads the team."),
+    ]:
+        assert same_reading(old, new), (old, new)
+    assert not roles_exchanged(
+        "The standup is at 9:30 on Mondays.", "On Mondays, the standup is at 9:30."
     )
 
 

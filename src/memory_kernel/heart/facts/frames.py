@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-from memory_kernel.heart.facts.slots import Statement, abbreviation_like, same_periods
+from memory_kernel.heart.facts.reading import same_reading
+from memory_kernel.heart.facts.slots import Statement, abbreviation_like
 from memory_kernel.heart.facts.synonyms import synonymous
 
 __all__ = ["FrameDiff", "abbreviates", "collapsed", "compare", "may_be_parallel"]
@@ -231,11 +232,12 @@ def compare(old: Statement, new: Statement) -> FrameDiff:
     """Align ``old`` and ``new`` (see the module docstring). An abbreviation written out in
     full on the other side, anywhere in it, aligns with it (``collapsed``) when that makes
     the two a restatement; otherwise the words are aligned as written (a span that only
-    partly matches must not turn into a value swap). The same words naming another period
-    from now (``slots.same_periods``) differ."""
+    partly matches must not turn into a value swap). The same words read another way
+    (``reading.same_reading``: another period from now, scope, list or roles) differ."""
     diff = _spelled_alike(old, new)
-    if diff.same and not same_periods(old.text, new.text):
-        # "Dad is retiring this year" / "Dad retired last year": the same words, another time.
+    if diff.same and not same_reading(old.text, new.text):
+        # "Dad is retiring this year" / "Dad retired last year": the same words, said of
+        # another time (another scope, one more item, the roles exchanged).
         return FrameDiff(parallel=True, shared=diff.shared, value=0, entity=0, other=1)
     return diff
 

@@ -1,8 +1,8 @@
 """Pure pair classification: is a new fact a duplicate of an old one, an update of the same
 slot with a new value, a contradiction, or unrelated?
 
-No LLM. The order of the checks is the policy (precision first: when it cannot be sure that
-the new fact replaces the old one, both stay current and recall orders them, newest first):
+No LLM. The order of the checks is the policy (precision first: when unsure that the new
+fact replaces the old one, both stay current and recall orders them, newest first):
 
 1. the same words: a duplicate; too dissimilar: unrelated;
 2. a flipped meaning (negation, antonym, swapped comparison): a contradiction;
@@ -10,8 +10,9 @@ the new fact replaces the old one, both stay current and recall orders them, new
    "include"), a goal / plan / hearsay on one side only, or a different identifier
    ("Article 25" / "Article 37") is never an update;
 4. two statements in parallel (``frames``): only a changed value, nothing else, is an
-   update; no difference at all is a duplicate; another holder, attribute or scope is
-   neither; a change marker ("now", "switched") with the same holder is an update;
+   update; no difference at all (``reading``: nor in time, scope, list or roles) is a
+   duplicate; another holder, attribute or scope is neither; a change marker ("now",
+   "switched") with the same holder is an update;
 5. otherwise two learned scorers (``scorer``: logistic regression over the pair features
    of ``pairs``) decide: an update above their write threshold, a duplicate above theirs.
 """
@@ -35,8 +36,9 @@ from memory_kernel.heart.facts.pairs import (
     topic_anchor,
 )
 from memory_kernel.heart.facts.polarity import flip_reason
+from memory_kernel.heart.facts.reading import same_reading
 from memory_kernel.heart.facts.scorer import LinearScorer, packaged
-from memory_kernel.heart.facts.slots import Statement, same_periods, statement
+from memory_kernel.heart.facts.slots import Statement, statement
 from memory_kernel.heart.facts.values import PERIOD_KINDS
 
 if TYPE_CHECKING:
@@ -332,11 +334,9 @@ def may_be_duplicate(old: Statement, new: Statement, diff: FrameDiff | None) -> 
     """Two statements with other values or another identifier never say the same (values
     compared as said, ``Statement.value_keys``; identifiers up to abbreviation), nor two
     that share under a third of their words."""
-    if old.question != new.question or old.irrealis != new.irrealis:
-        return False  # a question, a condition or a report never restates a statement
-    if old.list_item != new.list_item:
-        return False  # "... sesame as well" adds to a list the other statement began
-    if old.value_keys() != new.value_keys() or not same_periods(old.text, new.text):
+    if (old.question, old.irrealis, old.list_item) != (new.question, new.irrealis, new.list_item):
+        return False  # a question, condition, report or list item ("… as well") restates none
+    if old.value_keys() != new.value_keys() or not same_reading(old.text, new.text):
         return False
     if content_overlap(old, new) < _RESTATED_OVERLAP:
         return False

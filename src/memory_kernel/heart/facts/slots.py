@@ -99,7 +99,7 @@ _CLAUSE_FINAL_TOO = re.compile(r"\b(?:too|as well)\s*(?:[.,;:!?)]|$)", re.IGNORE
 _IRREALIS = _set(
     """
     goal goals hope hoping wish if unless remind reminder someone somebody reportedly
-    rumour looking shopping considering
+    rumour looking shopping considering thinking wondering debating
     """
 )
 # Words announcing that a value changed.
@@ -255,23 +255,6 @@ def _third_person(word: str) -> bool:
 def _opens_object(word: str) -> bool:
     """A word that starts a verb's object: a determiner, a possessive, a number."""
     return word in _OBJECT_OPENERS or word[:1].isdigit() or word[:1] in "$€£¥"
-
-
-# A period named from now ("last year", "this month", "next summer"; "yesterday"; not
-# "the last week of the quarter"): two
-# statements of different ones tell of different times ("Dad is retiring this year" / "Dad
-# retired last year"), however alike their words.
-_FROM_NOW = re.compile(
-    r"(?<!the )\b(?:(?:last|this|next|coming|previous|past) (?:week|weekend|month|year|quarter|"
-    r"semester|season|summer|winter|spring|fall)|yesterday|tomorrow)\b"
-)
-
-
-def same_periods(a: str, b: str) -> bool:
-    """Whether ``a`` and ``b`` name the same periods from now (none, often)."""
-    # Autumn is the fall: "this autumn" / "this fall" name one period.
-    a, b = (text.lower().replace("autumn", "fall") for text in (a, b))
-    return set(_FROM_NOW.findall(a)) == set(_FROM_NOW.findall(b))
 
 
 @lru_cache(maxsize=65_536)
