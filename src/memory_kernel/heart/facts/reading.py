@@ -75,6 +75,7 @@ def _item_added(a: str, b: str) -> bool:
     return fewer < more
 
 
+@lru_cache(maxsize=16_384)
 def _content(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in tokens(text) if w not in FUNCTION_WORDS)
 
@@ -89,7 +90,8 @@ def same_reading(a: str, b: str) -> bool:
     )
 
 
-def _participants_in_order(text: str) -> list[str] | None:
+@lru_cache(maxsize=16_384)
+def _participants_in_order(text: str) -> tuple[str, ...] | None:
     """The content words of ``text`` in order (stems; the persons as "i" / "we"; values
     left out), or ``None`` where the roles are not told by the order: a passive ("… by …")
     or two participants joined ("My wife and I…", "… with my wife")."""
@@ -102,7 +104,7 @@ def _participants_in_order(text: str) -> list[str] | None:
             out.append(_PERSONS[base])
         elif base not in FUNCTION_WORDS and value_of(word) is None:
             out.append(stem(base))
-    return out
+    return tuple(out)
 
 
 def _alike(a: str, b: str) -> bool:
@@ -110,7 +112,7 @@ def _alike(a: str, b: str) -> bool:
     return a == b or (abs(len(a) - len(b)) <= 1 and (a.startswith(b) or b.startswith(a)))
 
 
-def _exchanged(a: list[str], b: list[str]) -> bool:
+def _exchanged(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     """``b`` is ``a`` with its first and last parts exchanged around a middle."""
     n = len(a)
     for x in range(1, n - 1):
