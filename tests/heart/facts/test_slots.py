@@ -244,8 +244,10 @@ def test_the_same_words_of_another_period_named_from_now_are_never_the_same() ->
         ("Lena owes me $40 for the concert tickets.", "I owe Lena $40 for the concert tickets."),
         ("My aunt taught me to knit.", "I taught my aunt to knit."),
         ("The parrot is scared of the kitten.", "The kitten is scared of the parrot."),
-        # A thought about it beside the thing done.
+        # A thought, a possibility or a wish beside the thing done.
         ("I'm thinking about selling my car.", "I sold my car."),
+        ("The user might adopt a greyhound.", "The user is adopting a greyhound."),
+        ("I'd like to learn the cello.", "I'm learning the cello."),
     ],
 )  # fmt: skip
 def test_the_same_words_read_another_way_are_never_the_same(old: str, new: str) -> None:

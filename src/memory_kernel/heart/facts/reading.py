@@ -9,6 +9,8 @@ the same content words say different things:
 - **the scope**, where both say it: "All of my siblings live abroad" / "Some of my
   siblings…", "always" / "sometimes";
 - **an item added to a list**: "allergic to shellfish" / "allergic to shellfish and eggs";
+- **a possibility, wish or plan beside what is**: "The user might move to Edinburgh" / "The
+  user is moving to Edinburgh", "I'd like to learn the oboe" / "I'm learning the oboe";
 - **who does what to whom**: "Tom owes me $50" / "I owe Tom $50", "My brother lent me $500"
   / "I lent my brother $500".
 
@@ -39,6 +41,11 @@ _SCOPE = {
     "each": "every",
 }  # fmt: skip
 _COORDINATED = re.compile(r"\b(?:and|or|plus|as well as)\b")
+# Words that put what follows out of fact: a possibility, a wish, a plan, a thought.
+_UNREAL = frozenset({
+    "might", "maybe", "perhaps", "possibly", "probably", "would", "could", "want", "wants",
+    "wanted", "wish", "hope", "hoping", "plan", "plans", "planning", "thinking", "considering",
+})  # fmt: skip
 # The speaker and the listener as participants, whatever their case: "I owe" / "owes me".
 _PERSONS = {"i": "i", "me": "i", "my": "i", "we": "we", "us": "we", "our": "we"}
 
@@ -80,10 +87,16 @@ def _content(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in tokens(text) if w not in FUNCTION_WORDS)
 
 
+def _unreal(text: str) -> bool:
+    # "I'd like to…" is "I would like to…".
+    return any(w in _UNREAL or w.endswith("'d") for w in tokens(text))
+
+
 def same_reading(a: str, b: str) -> bool:
     """Whether ``a`` and ``b`` agree in everything this module reads (see above)."""
     return (
         same_periods(a, b)
+        and _unreal(a) == _unreal(b)
         and not _scopes_differ(a, b)
         and not _item_added(a, b)
         and not roles_exchanged(a, b)
