@@ -33,6 +33,7 @@ only after a form of "be" or "go" ("we're up to 14", "went up to 250").
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens
 
@@ -76,6 +77,8 @@ _AUXILIARIES = frozenset(
 )  # fmt: skip
 
 
+# The pair rules ask it of the newer fact several times per pair (veto, frame, merge guard).
+@lru_cache(maxsize=16_384)
 def announces_change(text: str) -> bool:
     """``text`` says that something now holds a value other than before (see the module
     docstring for the constructions)."""

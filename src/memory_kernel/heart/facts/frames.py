@@ -233,11 +233,13 @@ def compare(old: Statement, new: Statement) -> FrameDiff:
     full on the other side, anywhere in it, aligns with it (``collapsed``) when that makes
     the two a restatement; otherwise the words are aligned as written (a span that only
     partly matches must not turn into a value swap). The same words read another way
-    (``reading.same_reading``: another period from now, scope, list or roles) differ."""
+    (``reading.same_reading``: another period from now, scope, list, roles or mood)
+    differ."""
     diff = _spelled_alike(old, new)
     if diff.same and not same_reading(old.text, new.text):
         # "Dad is retiring this year" / "Dad retired last year": the same words, said of
-        # another time (another scope, one more item, the roles exchanged).
+        # another time (another scope, one more item, the roles exchanged, a wish beside a
+        # fact).
         return FrameDiff(parallel=True, shared=diff.shared, value=0, entity=0, other=1)
     return diff
 

@@ -10,8 +10,8 @@ fact replaces the old one, both stay current and recall orders them, newest firs
    "include"), a goal / plan / hearsay on one side only, or a different identifier
    ("Article 25" / "Article 37") is never an update;
 4. two statements in parallel (``frames``): only a changed value, nothing else, is an
-   update; no difference at all (``reading``: nor in time, scope, list or roles) is a
-   duplicate; another holder, attribute or scope is neither; a change marker ("now",
+   update; no difference at all (``reading``: nor in time, scope, list, roles or mood) is
+   a duplicate; another holder, attribute or scope is neither; a change marker ("now",
    "switched") with the same holder is an update;
 5. otherwise two learned scorers (``scorer``: logistic regression over the pair features
    of ``pairs``) decide: an update above their write threshold, a duplicate above theirs.
