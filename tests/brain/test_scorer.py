@@ -95,6 +95,25 @@ def test_features_fire_on_their_speech_act(name: str, fires: str, quiet: str) ->
             "Let's take the ferry at 9, since you said you'd rather be home by six.",
             "You said last week we'd take the ferry at 9.",
         ),
+        # A hypothesis before it: a diagnosis, not a course chosen.
+        (
+            "The scheduler is using UTC instead of the team's timezone; switching it now.",
+            "My theory is the scheduler uses UTC instead of the team's timezone.",
+        ),
+        ("We're going with the smaller bearings.", "I suspect they went with smaller bearings."),
+        # An announced step before it: the choice waits for the step.
+        (
+            "We'll pick the cheaper venue; the other one has no parking.",
+            "Let me check both venues' prices before we pick one.",
+        ),
+        (
+            "My recommendation: the quarterly plan over the monthly one.",
+            "I'll read the contract and come back with a recommendation.",
+        ),
+        (
+            "I'll go ahead and book the hall instead of the barn.",
+            "I'll check the hall, then we pick.",
+        ),
         # Choosing a step of the work announces the step.
         ("I decided to drop the nightly export.", "I decided to check the export logs first."),
         # Someone else's choice, reported.

@@ -150,12 +150,20 @@ _FILLER_LEAD = re.compile(
 )
 # What puts a choice out of the speaker's commitment when it comes before it in the
 # sentence: a condition ("If the benchmark…, we should go with gRPC"), a possibility ("we
-# might switch"), or a generalisation ("The usual recommendation is…").
+# might switch"), a generalisation ("The usual recommendation is…"), or a hypothesis ("My
+# theory is the worker is going with UTC instead of…").
 _UNCOMMITTED = _words_re(
     r"if", r"unless", r"whether", r"suppose", r"might", r"could", r"perhaps", r"maybe",
     r"possibly", r"probably", r"usual(?:ly)?", r"typical(?:ly)?", r"generally", r"in general",
     r"normally", r"commonly", r"most people", r"tends? to",
+    r"theory", r"hypothes[ie]s", r"suspect\w*",
 )  # fmt: skip
+# Finding something out first: a choice after it waits for what is found ("Let me pull the
+# numbers before we pick one"). Not every step: "I'll go ahead and switch us to…" chooses.
+_FIND_OUT = r"check|look|see|dig|investigate|review|read|pull|fetch|grab|go through|find|"
+_FIND_OUT += r"search|gather|collect|test|verify|confirm|figure out|think|get back|run|rerun|"
+_FIND_OUT += r"compare|measure|benchmark|ask"
+_STEP_FIRST = _words_re(r"(?:let me|i'll|i will|i'm going to|i'm gonna) (?:" + _FIND_OUT + ")")
 # The chooser of a choice verb, when it is named: the speaker, the listener or an imperative
 # chooses for the conversation; "the authors chose BM25" reports someone else's choice.
 _PERSONAL = re.compile(
@@ -235,11 +243,12 @@ def _speakers_choice(sentence: str) -> bool:
 def _lead_choice(t: _Text) -> float:
     """1 when the first sentence commits, chooses, contrasts or recommends before anything
     puts it out of the speaker's present commitment: a condition, a possibility, a
-    generalisation, or a memory ("I remember we picked Kafka over RabbitMQ"; a reason that
-    quotes the listener after the choice, "…, since you said you'd rather…", keeps it). A
+    generalisation, a hypothesis, a memory ("I remember we picked Kafka over RabbitMQ"; a
+    reason that quotes the listener after the choice, "…, since you said you'd rather…",
+    keeps it) or finding something out first ("Let me pull the numbers before we pick one"). A
     choice verb counts only when the speaker chooses."""
     first = t.sentences[0] if t.sentences else ""
-    held = [m.start() for p in (_UNCOMMITTED, _RECALL) if (m := p.search(first))]
+    held = [m.start() for p in (_UNCOMMITTED, _RECALL, _STEP_FIRST) if (m := p.search(first))]
     head = first[: min(held, default=len(first))]
     return float(
         any(p.search(head) for p in (_COMMIT, _CONTRAST, _RECOMMEND)) or _speakers_choice(head)
