@@ -105,7 +105,8 @@ def test_the_rules_still_veto_at_read_time(old: str, new: str, query: str) -> No
 @pytest.mark.parametrize(
     ("old", "new", "query"),
     [
-        # In parallel, with more than a value changed (a verb, an added word or time).
+        # In parallel, with more than a value changed (a verb, an added word or time), and
+        # the newer announcing the change.
         ("The billing worker is pinned to Python 3.10.",
          "bumped billing worker to python 3.12 tonight",
          "which python version does the billing worker run"),
@@ -122,14 +123,12 @@ def test_the_rules_still_veto_at_read_time(old: str, new: str, query: str) -> No
          "The clinic has a new phone number: 555-0164.", "what is the clinic's phone number"),
     ],
 )  # fmt: skip
-def test_a_parallel_pair_the_rules_are_not_sure_of_goes_to_the_scorer(
+def test_a_parallel_pair_whose_newer_announces_the_change_is_an_update_at_read_time(
     old: str, new: str, query: str
 ) -> None:
     t = RelationThresholds.from_config(HeartConfig())
-    assert read_ruled(query_view(query), features(old), features(new), t) is None
-    assert _probability(old, new, query) >= 0.5
-    # Another holder in the same frame is no update: ruled out, or, where the newer
-    # announces a change, below even odds.
+    assert read_ruled(query_view(query), features(old), features(new), t) == 1.0
+    # Another holder in the same frame is no update: ruled out, or below even odds.
     other = new.replace("staging", "prod").replace("cleaner", "gardener")
     other = other.replace("billing worker", "search indexer").replace("piano", "organ")
     other = other.replace("clinic", "pharmacy")
@@ -169,6 +168,25 @@ def test_two_states_of_one_named_item_answer_a_status_question_newest_first() ->
     assert ruled("loft permit approved!! builders can start in May", "is it approved") is None
 
 
+def test_a_newer_fact_announcing_a_change_of_what_the_older_is_about_answers_first() -> None:
+    t = RelationThresholds.from_config(HeartConfig())
+    old = features("My cousin Dana works as a nurse at St. Luke's.")
+
+    def ruled(new: str, query: str = "where does Dana work") -> float | None:
+        return read_ruled(query_view(query), old, features(new), t)
+
+    assert ruled("Dana switched to the children's hospital last month.") == 1.0
+    club = features("The book club meets at Maria's place.")
+    moved = features("Book club moved to the library from next month.")
+    assert read_ruled(query_view("where does the book club meet"), club, moved, t) == 1.0
+    # No change announced: the scorer weighs the pair.
+    assert ruled("Dana works nights at the children's hospital.") is None
+    # A change of something else: no anchor in common.
+    assert ruled("Priya switched to the night shift last month.") != 1.0
+    # A change the query does not ask about.
+    assert ruled("Dana switched to the children's hospital.", "what car does Priya drive") != 1.0
+
+
 def test_a_state_question_about_an_identifier_is_answered_by_what_names_it() -> None:
     query = query_view("what is the status of 014")
     old, new = statement("014 status: PLANNED"), statement("014 merged into main today.")
@@ -194,6 +212,9 @@ def test_the_packaged_read_scorer_reads_pair_and_query_features() -> None:
          "when does the cleaner come"),
         # A state question about a numbered item: answered by what names the item.
         ("014 status: PLANNED", "014 merged into main today.", "what is the status of 014"),
+        # The newer fact announces a change of what the older one is about.
+        ("The book club meets at Maria's place.", "Book club moved to the library from next month.",
+         "where does the book club meet"),
     ],
 )  # fmt: skip
 async def test_search_dates_an_older_value_the_query_ties_to_a_newer_one(

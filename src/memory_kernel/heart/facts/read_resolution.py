@@ -8,7 +8,9 @@ names another holder or identifier), then one rule only the
 query can give (``query_swap``: a look-alike written in parallel whose newer side replaces
 the word the query asks about is about another thing; ``query_slot.states_of_one_item``: a
 question about the state of a numbered thing, "the status of ticket 4411", is answered
-newest first by two statements naming exactly that thing). Where they do not decide, the
+newest first by two statements naming exactly that thing; :func:`announced_for`: so is a
+query both facts answer when the newer announces a change of what the older is about).
+Where they do not decide, the
 **read scorer** (logistic regression over the pair features and the query features of
 ``query_slot``) decides, for pairs that are tied by their words (``pairs.topic_anchor``)
 or by the query: both answer it with a value of the kind it asks for, or both hold its
@@ -41,6 +43,7 @@ from memory_kernel.heart.facts.pairs import (
     covered,
     named_alike,
     pair_features,
+    text_features,
     topic_anchor,
     word_ties,
 )
@@ -145,9 +148,26 @@ def read_ruled(
     s_old, s_new = statement(old.text), statement(new.text)
     if swapped_out(query, s_old, s_new) or other_time(query, s_old, s_new):
         return 0.0
-    if states_of_one_item(query, s_old, s_new):
+    if states_of_one_item(query, s_old, s_new) or announced_for(query, s_old, s_new):
         return 1.0
     return None
+
+
+def announced_for(query: Query, old: Statement, new: Statement) -> bool:
+    """The newer statement announces a change (``change.announces_change_from``: "Dana
+    switched to the children's hospital") about what the older one is about
+    (``pairs.topic_anchor``: "My cousin Dana works as a nurse at St. Luke's"), both answer
+    the query (``query_tied``), and it does not put another holder in place of one the query
+    asks about ("Changed the prod VPN passphrase…" says nothing of the staging one's). A
+    name in place of another is no such holder: it is often the value ("after the reorg I
+    report to Sunita" / "my manager is Derek")."""
+    if not announces_change_from(old.text, new.text) or not topic_anchor(old, new):
+        return False
+    if not query_tied(query, old, new):
+        return False
+    gone = tuple(w for w in old.holder if w != "i" and not covered((w,), new.content))
+    asked = bool(gone) and covered(gone, query.content) > 0
+    return not (asked and text_features(old, new, 0.0)["holder_swap"])
 
 
 def read_probability(
