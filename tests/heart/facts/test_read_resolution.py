@@ -185,6 +185,10 @@ def test_a_newer_fact_announcing_a_change_of_what_the_older_is_about_answers_fir
     assert ruled("Priya switched to the night shift last month.") != 1.0
     # A change the query does not ask about.
     assert ruled("Dana switched to the children's hospital.", "what car does Priya drive") != 1.0
+    # Tied only by the kind of value asked for: another thing's new day.
+    therapist = features("I see my therapist every Monday.")
+    guitar = features("My guitar teacher switched me to Thursday evenings.")
+    assert read_ruled(query_view("which day do I see my therapist"), therapist, guitar, t) is None
 
 
 def test_a_state_question_about_an_identifier_is_answered_by_what_names_it() -> None:

@@ -157,13 +157,15 @@ def announced_for(query: Query, old: Statement, new: Statement) -> bool:
     """The newer statement announces a change (``change.announces_change_from``: "Dana
     switched to the children's hospital") about what the older one is about
     (``pairs.topic_anchor``: "My cousin Dana works as a nurse at St. Luke's"), both answer
-    the query (``query_tied``), and it does not put another holder in place of one the query
-    asks about ("Changed the prod VPN passphrase…" says nothing of the staging one's). A
-    name in place of another is no such holder: it is often the value ("after the reorg I
-    report to Sunita" / "my manager is Derek")."""
+    the query (``query_tied``) by more than the kind of value it asks for
+    (:func:`tied_by_kind_only`: in a full store, many facts announce a new date or day),
+    and it does not put another holder in place of one the query asks about ("Changed the
+    prod VPN passphrase…" says nothing of the staging one's). A name in place of another is
+    no such holder: it is often the value ("after the reorg I report to Sunita" / "my
+    manager is Derek")."""
     if not announces_change_from(old.text, new.text) or not topic_anchor(old, new):
         return False
-    if not query_tied(query, old, new):
+    if not query_tied(query, old, new) or tied_by_kind_only(query, old, new):
         return False
     gone = tuple(w for w in old.holder if w != "i" and not covered((w,), new.content))
     asked = bool(gone) and covered(gone, query.content) > 0
