@@ -108,6 +108,13 @@ async def test_empty_list_and_tokenless_text() -> None:
     assert np.linalg.norm(out[2]) == pytest.approx(1.0)
 
 
+async def test_a_batch_with_no_word_at_all_is_zero_vectors() -> None:
+    # An emoji-only turn alone in its batch: no feature, so bincount counted in integers.
+    out = await HashingEmbedder(64).embed(["🙂", "?!"])
+    assert out.dtype == np.float32
+    assert out.shape == (2, 64) and not out.any()
+
+
 async def test_large_batch_off_loop_matches_inline_result() -> None:
     emb = HashingEmbedder()
     texts = [f"memory number {i} about topic {i % 7}" for i in range(1500)]

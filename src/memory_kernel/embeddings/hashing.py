@@ -200,7 +200,8 @@ class HashingEmbedder:
         weights = np.concatenate([weights, np.array(bi_weight, dtype=np.float64)])
         # bincount sums colliding features, which a plain fancy-index assignment would drop.
         dense = np.bincount(flat, weights=weights, minlength=len(texts) * dim)
-        matrix = dense.reshape(len(texts), dim)
+        # With no feature at all (a block of "🙂" or "?!") bincount counts in integers.
+        matrix = dense.astype(np.float64, copy=False).reshape(len(texts), dim)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         # Texts without tokens stay zero vectors instead of becoming NaN.
         np.divide(matrix, norms, out=matrix, where=norms > 0.0)
