@@ -13,6 +13,7 @@ figure is printed per data file and fold.
 Metrics (intrinsic: the facts alone, no kernel):
 - **answer recall**: share of the questions (abstentions left out) whose normalised gold
   answer (``eval.answers``) is contained in some extracted fact of that conversation;
+  **admitted**: the same over the facts admission keeps (what reaches memory);
   ``ceiling``: the same over the raw turns (the answer said anywhere at all);
 - **KU current / KU stale kept**: knowledge-update questions with stale answers — the
   current answer in some fact; a fact holding a stale answer (and not the current one)
@@ -129,13 +130,13 @@ async def conversations(path: Path, extractor: RuleExtractor, sample: list[Any])
         for dialogue in dialogues:
             extracted = await _extract(extractor, dialogue)
             facts = [(i, f) for i, _, _, found in extracted for f in found]
+            kept = [(i, f) for i, f in facts if admit_fact(f.content).admitted]
             raw = ContextText("\n".join(text for _, _, text, _ in extracted))
             keys = [t.key for s in dialogue.sessions for t in s.turns]
             for i, role, text, found in extracted:
                 c[f"turns_{role}"] += 1
                 c[f"facts_{role}"] += len(found)
                 c["facts"] += len(found)
-                c["rejected"] += sum(not admit_fact(f.content).admitted for f in found)
                 c["keyed"] += sum(f.subject is not None for f in found)
                 if fold == "all":
                     sample.extend((path.name, role, text, f) for f in found)
@@ -144,11 +145,13 @@ async def conversations(path: Path, extractor: RuleExtractor, sample: list[Any])
                     c["obs_turns"] += hit
                     c["obs_hit"] += hit and bool(found)
                     c["off_obs"] += 0 if hit else len(found)
+            c["rejected"] += len(facts) - len(kept)
             for q in dialogue.questions:
                 if q.abstention:
                     continue
                 c["questions"] += 1
                 c["answer"] += bool(_contains(facts, q.answer))
+                c["answer_admitted"] += bool(_contains(kept, q.answer))
                 c["ceiling"] += raw.contains(q.answer)
                 c[f"q_{q.type}"] += 1
                 c[f"a_{q.type}"] += bool(_contains(facts, q.answer))
@@ -168,6 +171,7 @@ def _summary(c: Counter[str]) -> dict[str, Any]:
     out = {
         "questions": c["questions"],
         "answer_recall": _share(c["answer"], c["questions"]),
+        "answer_recall_admitted": _share(c["answer_admitted"], c["questions"]),
         "ceiling": _share(c["ceiling"], c["questions"]),
         "ku_questions": c["ku"],
         "ku_current": _share(c["ku_current"], c["ku"]),

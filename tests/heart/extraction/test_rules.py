@@ -77,6 +77,25 @@ def test_questions_requests_hypotheticals_and_small_talk_give_no_fact(text: str)
     assert _facts(text) == []
 
 
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [("I'm vegetarian.", "The user is vegetarian."), ("I'm a nurse.", "The user is a nurse."),
+     ("I'm left-handed.", "The user is left-handed."), ("We have a dog.", "We have a dog."),
+     ("I've got a cat.", "The user has got a cat.")],
+)  # fmt: skip
+def test_one_word_of_what_the_speaker_is_or_has_is_a_fact(said: str, kept: str) -> None:
+    assert [f.content for f in _facts(said)] == [kept]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I'm tired.", "I'm back!", "I'm home.", "I'm listening.", "I'm excited!", "I'm done.",
+     "I'm on it.", "I understand.", "We're grateful."],
+)  # fmt: skip
+def test_a_passing_state_activity_or_reply_of_the_speaker_is_no_fact(text: str) -> None:
+    assert _facts(text) == []
+
+
 def test_a_negated_statement_keeps_its_negation_and_sets_no_slot() -> None:
     (fact,) = _facts("I don't eat meat anymore.")
     assert "doesn't eat meat" in fact.content

@@ -171,6 +171,28 @@ def test_admission_keeps_specific_facts(text: str) -> None:
     assert admit_fact(text).admitted
 
 
+@pytest.mark.parametrize(
+    ("said", "written"),
+    [("I'm allergic to penicillin.", "The user is allergic to penicillin."),
+     ("I hate cilantro.", "The user hates cilantro."),
+     ("I work as a nurse.", "The user works as a nurse."),
+     ("I'm vegetarian.", "The user is vegetarian."),
+     ("I play the cello.", "The user plays the cello.")],
+)  # fmt: skip
+def test_the_user_as_holder_anchors_a_statement_as_i_does(said: str, written: str) -> None:
+    """The extractor writes "I" as "The user": the short statement it makes of a first-person
+    one is admitted like the statement itself (it was rejected as not specific)."""
+    assert admit_fact(said).admitted
+    assert admit_fact(written).admitted
+
+
+@pytest.mark.parametrize(
+    "text", ["The user is hungry.", "The user is on vacation.", "The user is so tired today."]
+)
+def test_a_passing_state_of_the_user_is_not_kept(text: str) -> None:
+    assert not admit_fact(text).admitted
+
+
 def test_an_interjection_is_no_name() -> None:
     assert admission_features("Mateo, my nephew, starts school in May.")["named_subject"] == 1.0
     assert admission_features("Sorry, I lost the thread there.")["named_subject"] == 0.0

@@ -57,6 +57,7 @@ from memory_kernel.heart.extraction.rules_text import (
     third_person,
     words,
 )
+from memory_kernel.heart.facts.admission_features import PASSING_STATES
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, value_of
 from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
 
@@ -70,6 +71,10 @@ _MIN_CONTENT = 2
 _MAX_CHARS = 400
 # A name closing a clause after a comma calls the other party: "Sounds great, John!".
 _VOCATIVE = re.compile(r",\s*[A-Z][a-z]+\s*[!.]*\s*$")
+# Where the speaker is just now, as the whole predicate: "I'm home", "We're off".
+_WHERE_NOW = frozenset({"home", "back", "off", "out", "away", "free", "early", "late", "on"})
+# The verbs of "I'm X" / "I have X" ("i'm" and "we're" keep their contraction's end).
+_BE_HAVE = frozenset({"m", "re", "am", "are", "is", "was", "were", "have", "has", "had", "got"})
 _SECOND_PERSON = frozenset(
     {"you", "your", "you're", "you've", "you'll", "yours", "yourself"}
 )  # a longer "clause" is a list or a paste, not a statement
@@ -213,8 +218,10 @@ def _named_holder(clause: Clause) -> str | None:
 
 def _dropped(clause: Clause, lower: list[str]) -> bool:
     """A clause of a kind that states no fact (see the module docstring)."""
-    content = [w for w in lower if w not in FUNCTION_WORDS and w.split("'")[0] not in ("i",)]
-    if len(content) < _MIN_CONTENT or all(w in SMALL_TALK for w in content):
+    content = [w for w in lower if w not in FUNCTION_WORDS and w.split("'")[0] not in ("i", "we")]
+    if all(w in SMALL_TALK for w in content) or (
+        len(content) < _MIN_CONTENT and not _what_the_speaker_is(clause, content)
+    ):
         return True
     head = lower[len(clause.scope)]
     if lower[0] in REQUEST_OPENERS or (lower[0] in QUESTION_OPENERS and clause.kind != "noun"):
@@ -233,6 +240,19 @@ def _dropped(clause: Clause, lower: list[str]) -> bool:
     # Addressed to the other party ("Thanks for having my back", "Congrats, Nate", "your
     # side"): who "you" is, the sentence does not say.
     return any(w in _SECOND_PERSON for w in lower)
+
+
+def _what_the_speaker_is(clause: Clause, content: list[str]) -> bool:
+    """One word that says what the speaker is or has ("I'm vegetarian", "I'm a nurse", "We
+    have a dog"), not a state or an activity they are in for a while ("I'm tired", "I'm
+    back", "I'm listening")."""
+    word = content[0] if len(content) == 1 else ""
+    return (
+        clause.kind in ("first", "plural")
+        and (clause.verb_word.split("'")[-1] in _BE_HAVE)
+        and word not in PASSING_STATES | _WHERE_NOW
+        and not word.endswith("ing")
+    )
 
 
 def _has_value(lower: list[str]) -> bool:

@@ -14,7 +14,8 @@ from functools import lru_cache
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens, value_of
 
 __all__ = [
-    "ADMISSION_FEATURES", "CHATTER", "SMALL_TALK", "admission_features", "is_question",
+    "ADMISSION_FEATURES", "CHATTER", "PASSING_STATES", "SMALL_TALK", "admission_features",
+    "is_question",
     "is_request", "possessive",
 ]  # fmt: skip
 
@@ -49,7 +50,21 @@ _SPEECH_ACTS = _set(
 )
 _CONVERSATION = _set("conversation chat assistant agent interface")
 _PARTICIPANTS = _set("user assistant agent i we")
-_TRANSIENT = _set("moment today tonight currently now right yesterday earlier later soon")
+#: States a person is in for a while rather than is ("hungry", "on vacation": stage-level
+#: predicates, against individual-level ones like "vegetarian" or "allergic"). Shared with
+#: the rule extractor, which keeps "I'm vegetarian" and drops "I'm tired".
+PASSING_STATES = _set(
+    """
+    hungry thirsty tired sleepy exhausted sick ill unwell bored busy stressed nervous upset
+    annoyed worried excited glad happy sad ready stuck lost confused curious vacation holiday
+    grateful thankful lucky proud thrilled relieved blessed amazed impressed inspired
+    obsessed stoked pumped frustrated overwhelmed disappointed surprised
+    """
+)
+# What passes: the time words of the present moment, and the passing states.
+_TRANSIENT = PASSING_STATES | _set(
+    "moment today tonight currently now right yesterday earlier later soon"
+)
 _EVALUATIVE = _set(
     """
     important key essential crucial vital valuable helpful useful good great nice bad
@@ -190,7 +205,9 @@ def admission_features(text: str) -> dict[str, float]:
         "bare_subject": float(bare),
         "definitional": float(bool(_DEFINITIONAL.match(" ".join(words)))),
         "evaluative": _share(content, _EVALUATIVE),
-        "short_unanchored": float(len(content) <= 3 and not (anchored or named or personal)),
+        "short_unanchored": float(
+            len(content) <= 3 and not (anchored or named or personal or user_subject)
+        ),
         "condition": float(any(w in _CONDITION for w in words)),
         "request": float(is_request(text)),
         "value_referent": referent,
