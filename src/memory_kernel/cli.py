@@ -154,7 +154,10 @@ def consolidate(
 
 EmbedderOption = Annotated[
     str,
-    typer.Option("--embedder", help="hashing, st, st:<model> or openai:<model>@<base_url>(#<dim>)"),
+    typer.Option(
+        "--embedder",
+        help="hashing, hybrid, static, st, st:<model> or openai:<model>@<base_url>(#<dim>)",
+    ),
 ]
 JsonOption = Annotated[
     Path | None,

@@ -10,7 +10,7 @@ import pytest
 
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
-from memory_kernel.eval.embedders import embedder_from_name
+from memory_kernel.eval.embedders import close_embedder, embedder_from_name
 from memory_kernel.eval.plot import PlotUnavailableError, check_plottable, plot_report
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.sweep import best_value, override, parse_values
@@ -93,9 +93,22 @@ def test_embedder_names(monkeypatch: pytest.MonkeyPatch) -> None:
     assert known.name == "openai:text-embedding-3-small" and known.dim == 1536
     local = embedder_from_name("openai:nomic-embed-text@http://127.0.0.1:9/v1#768")
     assert local.dim == 768
-    for bad in ("openai:nomic-embed-text@http://127.0.0.1:9/v1", "openai:m", "bogus"):
+    for bad in ("openai:nomic-embed-text@http://127.0.0.1:9/v1", "openai:m", "bogus", "hybrid:x"):
         with pytest.raises(ConfigError):
             embedder_from_name(bad)
+
+
+async def test_hybrid_embedder_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("model2vec", reason="the static extra is not installed")
+    assert (embedder_from_name("hybrid").name, embedder_from_name("static").dim) == (
+        "hybrid-v1-512",
+        128,
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    remote = embedder_from_name("hybrid:openai:nomic-embed-text@http://127.0.0.1:9/v1#768")
+    assert remote.name == "hybrid:hashing-v1-384+openai:nomic-embed-text@0.5"
+    assert remote.dim == 384 + 768
+    await close_embedder(remote)  # closes the HTTP half
 
 
 def test_plot_needs_matplotlib_and_a_curve(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

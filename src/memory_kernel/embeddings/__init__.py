@@ -1,4 +1,5 @@
-"""Embedders: the numpy-only default, a local sentence-transformers model, an HTTP API.
+"""Embedders: the numpy-only default (lexical), static token vectors and the hybrid of the
+two, a local sentence-transformers model, an HTTP API.
 
 Every embedder is used through ``embed_checked``, which turns its failures into
 ``EmbedderError`` and rejects malformed vectors with ``InvalidVectorError``. The optional
@@ -9,13 +10,18 @@ from __future__ import annotations
 
 from memory_kernel.embeddings.hashing import HashingEmbedder
 from memory_kernel.embeddings.http import OpenAICompatibleEmbedder
+from memory_kernel.embeddings.hybrid import HYBRID_NAME, HybridEmbedder
 from memory_kernel.embeddings.sentence_transformers import SentenceTransformerEmbedder
+from memory_kernel.embeddings.static import StaticEmbedder
 from memory_kernel.embeddings.validation import embed_checked, validate_vectors
 
 __all__ = [
+    "HYBRID_NAME",
     "HashingEmbedder",
+    "HybridEmbedder",
     "OpenAICompatibleEmbedder",
     "SentenceTransformerEmbedder",
+    "StaticEmbedder",
     "embed_checked",
     "validate_vectors",
 ]

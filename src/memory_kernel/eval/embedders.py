@@ -7,8 +7,10 @@ import re
 
 from memory_kernel.embeddings import (
     HashingEmbedder,
+    HybridEmbedder,
     OpenAICompatibleEmbedder,
     SentenceTransformerEmbedder,
+    StaticEmbedder,
 )
 from memory_kernel.errors import ConfigError
 from memory_kernel.protocols import Embedder
@@ -16,7 +18,10 @@ from memory_kernel.protocols import Embedder
 __all__ = ["EMBEDDER_HELP", "close_embedder", "embedder_from_name", "openai_endpoint"]
 
 EMBEDDER_HELP = (
-    "hashing (default), st (offline all-MiniLM-L6-v2), st:<model or path>, or "
+    "hashing (default), hybrid (hashing + static, no torch), hybrid:<another name> (hashing "
+    "+ that one), static (static token vectors of all-MiniLM-L6-v2), static:<model2vec dir>, "
+    "st (offline all-MiniLM-L6-v2), "
+    "st:<model or path>, or "
     "openai:<model>@<base_url>[#<dim>] (key from MEMORY_KERNEL_EMBED_API_KEY or OPENAI_API_KEY)"
 )
 # Dimensions of the usual OpenAI models, so their names need no "#dim".
@@ -47,7 +52,9 @@ def _openai(name: str) -> Embedder:
 
 
 def embedder_from_name(name: str) -> Embedder:
-    """``hashing`` (default), ``st`` (the offline all-MiniLM-L6-v2 package),
+    """``hashing`` (default), ``hybrid``, ``hybrid:<name>`` (hashing beside the embedder
+    ``name`` gives), ``static``, ``static:<model2vec directory>``,
+    ``st`` (the offline all-MiniLM-L6-v2 package),
     ``st:<model name or local path>`` or ``openai:<model>@<base_url>[#<dim>]``."""
     if name == "hashing":
         return HashingEmbedder()
@@ -55,6 +62,14 @@ def embedder_from_name(name: str) -> Embedder:
         return SentenceTransformerEmbedder.from_gt_package()
     if name.startswith("st:"):
         return SentenceTransformerEmbedder(name[3:])
+    if name == "static":
+        return StaticEmbedder.packaged()
+    if name.startswith("static:"):
+        return StaticEmbedder(name[7:])
+    if name == "hybrid":
+        return HybridEmbedder()
+    if name.startswith("hybrid:"):
+        return HybridEmbedder(HashingEmbedder(), embedder_from_name(name[7:]))
     if name.startswith("openai:"):
         return _openai(name)
     raise ConfigError(f"unknown embedder {name!r}: use {EMBEDDER_HELP}")
@@ -64,3 +79,6 @@ async def close_embedder(embedder: Embedder) -> None:
     """Release an HTTP-backed embedder's connections (the others hold none)."""
     if isinstance(embedder, OpenAICompatibleEmbedder):
         await embedder.aclose()
+    elif isinstance(embedder, HybridEmbedder):
+        for part in embedder.parts:
+            await close_embedder(part)

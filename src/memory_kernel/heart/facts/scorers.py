@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_kernel.embeddings.hybrid import HYBRID_NAME
 from memory_kernel.embeddings.sentence_transformers import DEFAULT_MODEL as MINILM
 from memory_kernel.errors import ConfigError
 from memory_kernel.heart.facts.admission_features import ADMISSION_FEATURES
@@ -25,7 +26,7 @@ __all__ = ["PACKAGED_FOR", "Scorers", "load_scorers"]
 #: Embedder name -> folder under ``heart/facts/weights`` with the set fitted with it (what
 #: ``scripts/train_fact_scorers.py --embedder`` wrote); the default embedder's set is the
 #: folder itself.
-PACKAGED_FOR = {f"st:{MINILM}": "minilm"}
+PACKAGED_FOR = {f"st:{MINILM}": "minilm", HYBRID_NAME: "hybrid"}
 
 _log = logging.getLogger(__name__)
 
