@@ -187,6 +187,28 @@ def test_the_user_as_holder_anchors_a_statement_as_i_does(said: str, written: st
 
 
 @pytest.mark.parametrize(
+    "text",
+    ["Tom left the company.", "Noor got the job.", "Farah now owns the dbt project.",
+     "Marcus hates olives.", "Jess is already making a spreadsheet.", "Omar is a dentist.",
+     "Ines is the tech lead for mobile."],
+)  # fmt: skip
+def test_a_statement_about_a_named_person_is_kept(text: str) -> None:
+    """A name is told by its verb: a past form, a verb after an adverb, a name in -s with a
+    singular verb (each was read as a common noun and rejected as universal knowledge), and
+    a name with a role is no definition."""
+    assert admit_fact(text).admitted
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [("Tom left the company.", 1.0), ("Marcus hates olives.", 1.0), ("Cats are animals.", 0.0),
+     ("Sellers agreed to the credit.", 0.0), ("Inspection report is back.", 0.0)],
+)  # fmt: skip
+def test_a_word_in_s_is_a_name_only_before_a_singular_verb(text: str, named: float) -> None:
+    assert admission_features(text)["named_subject"] == named
+
+
+@pytest.mark.parametrize(
     "text", ["The user is hungry.", "The user is on vacation.", "The user is so tired today."]
 )
 def test_a_passing_state_of_the_user_is_not_kept(text: str) -> None:

@@ -46,7 +46,6 @@ from memory_kernel.heart.extraction.rules_text import (
     MENTAL_VERBS,
     MODALS,
     NEGATIONS,
-    PAST_IRREGULAR,
     QUESTION_OPENERS,
     REQUEST_OPENERS,
     SMALL_TALK,
@@ -58,7 +57,7 @@ from memory_kernel.heart.extraction.rules_text import (
     words,
 )
 from memory_kernel.heart.facts.admission_features import PASSING_STATES
-from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, value_of
+from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, past_form, value_of
 from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
 
 __all__ = ["RuleExtractor", "extract_text"]
@@ -126,15 +125,10 @@ def extract_text(
 _AND = re.compile(r",?\s+and\s+(?=([a-z]+)\b)")
 
 
-def _finite(word: str) -> bool:
-    """A past or third-person verb form: "moved", "took", "runs" (not "running")."""
-    return (len(word) > 4 and word.endswith("ed")) or word in PAST_IRREGULAR
-
-
 def _coordinated(text: str) -> list[str]:
     """ "Noor got the job and moved to Manchester" → one clause per verb phrase, the holder
     repeated ("Noor moved to Manchester"), so each predicate is judged and keyed alone."""
-    cuts = [m for m in _AND.finditer(text) if _finite(m.group(1))]
+    cuts = [m for m in _AND.finditer(text) if past_form(m.group(1))]
     if not cuts:
         return [text]
     tokens = words(text[: cuts[0].start()])
@@ -199,9 +193,8 @@ def _diary(tokens: list[str]) -> bool:
     if not first[:1].isupper() or len(tokens) < 3 or "'" in first:
         return False
     low = first.lower()
-    past = (len(low) > 4 and low.endswith("ed")) or low in PAST_IRREGULAR
     nxt = tokens[1].lower()
-    return past and low not in ("was", "were", "had") and nxt not in COPULAS | MODALS
+    return past_form(low) and low not in ("was", "were", "had") and nxt not in COPULAS | MODALS
 
 
 def _named_holder(clause: Clause) -> str | None:

@@ -21,8 +21,8 @@ from memory_kernel.heart.extraction.rules_parse import (
     PREPOSITIONS,
     Clause,
 )
-from memory_kernel.heart.extraction.rules_text import ADVERBS, COPULAS, PAST_IRREGULAR, SMALL_TALK
-from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, stem, value_of
+from memory_kernel.heart.extraction.rules_text import ADVERBS, COPULAS, SMALL_TALK
+from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, past_form, stem, value_of
 from memory_kernel.heart.facts.slots import statement
 
 __all__ = ["is_name", "slot_key", "value_type"]
@@ -237,10 +237,6 @@ def slot_key(clause: Clause, speaker: str) -> str | None:
     return _join(scope, holder, action, attribute, [kind])
 
 
-def _participle(word: str) -> bool:
-    return (len(word) > 4 and word.endswith("ed")) or word in PAST_IRREGULAR
-
-
 def _noun_phrase(rest: tuple[str, ...]) -> list[str]:
     """Content stems of a noun phrase, up to a preposition, a value or a clause break."""
     out: list[str] = []
@@ -272,7 +268,7 @@ def _copula_key(
         between = [
             w.lower()
             for w in rest[: found[0]]
-            if w.lower() not in FUNCTION_WORDS and not _participle(w.lower())
+            if w.lower() not in FUNCTION_WORDS and not past_form(w.lower())
         ]
         if len(between) > 1:
             return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory_kernel.heart.extraction.rules_text import ADVERBS, COPULAS, MODALS, PAST_IRREGULAR
-from memory_kernel.heart.facts.normalise import stem
+from memory_kernel.heart.facts.normalise import past_form, stem
 from memory_kernel.heart.facts.slots import stem_is_verb
 
 __all__ = ["DETERMINERS", "HAVE", "POSSESSIVES", "PREPOSITIONS", "Clause", "parse"]
@@ -105,7 +105,7 @@ def _main_verb(lower: list[str], at: int) -> int:
     if i >= len(lower):
         return at
     nxt = lower[i]
-    participle = (len(nxt) > 4 and nxt.endswith("ed")) or nxt in PAST_IRREGULAR
+    participle = past_form(nxt)
     if (aux in _PERFECT or passive) and (participle or nxt == "been"):
         return i
     if passive:

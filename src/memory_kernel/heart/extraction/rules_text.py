@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from memory_kernel.heart.facts.normalise import ADVERBS, PAST_IRREGULAR
+
 __all__ = [
     "ADVERBS",
     "AUXILIARY_3RD",
@@ -78,26 +80,7 @@ AUXILIARY_3RD = {
     "am": "is", "'m": "is", "have": "has", "'ve": "has", "do": "does", "don't": "doesn't",
     "were": "was", "haven't": "hasn't", "'re": "is", "are": "is", "aren't": "isn't",
 }  # fmt: skip
-ADVERBS = _set(
-    """
-    really still just also usually always never now finally actually mostly only even
-    totally absolutely definitely recently currently often sometimes already generally
-    normally typically officially basically literally honestly somehow probably since
-    indeed around roughly approximately nearly almost
-    """
-)
 NEGATIONS = _set("not no never nobody nothing none nor neither cannot without")
-# Irregular past forms (a third-person subject takes them unchanged).
-PAST_IRREGULAR = _set(
-    """
-    was were had did got took went came made said left began ran saw gave kept held found
-    brought bought paid sent spent told thought felt put set met led sat stood won lost sold
-    built drove wrote read rode broke chose drew drank ate fell flew forgot froze grew hid
-    hit hurt knew lay let lit meant rang rose shook shot shut sang sank slept slid spoke
-    spun stole struck swam swung taught tore threw understood woke wore wound became
-    forgave overslept quit caught fought sought dug fed fled hung heard burnt learnt
-    """
-)
 # Verbs of thinking and saying: "I think ...", "I guess ..." report no fact by themselves.
 MENTAL_VERBS = _set(
     """

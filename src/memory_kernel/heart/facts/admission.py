@@ -24,6 +24,7 @@ from enum import StrEnum
 from memory_kernel.heart.facts.admission_features import (
     ADMISSION_FEATURES,
     CHATTER,
+    NAME_DEFINED,
     SMALL_TALK,
     admission_features,
     is_question,
@@ -136,7 +137,10 @@ def _universal(words: list[str], original: str, content: list[str]) -> bool:
     if subject in ("the", "this", "that", "these", "those", "our", "their", "his", "her"):
         return False
     lowered = " ".join(words)
-    return subject in _GENERIC_SUBJECTS or bool(_DEFINITIONAL.match(lowered))
+    named = admission_features(original)["named_subject"] > 0
+    return subject in _GENERIC_SUBJECTS or bool(
+        (NAME_DEFINED if named else _DEFINITIONAL).match(lowered)
+    )
 
 
 def admission_scorer() -> LinearScorer:

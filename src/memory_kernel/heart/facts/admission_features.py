@@ -11,10 +11,17 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens, value_of
+from memory_kernel.heart.facts.normalise import (
+    ADVERBS,
+    FUNCTION_WORDS,
+    past_form,
+    tokens,
+    value_of,
+)
 
 __all__ = [
-    "ADMISSION_FEATURES", "CHATTER", "PASSING_STATES", "SMALL_TALK", "admission_features",
+    "ADMISSION_FEATURES", "CHATTER", "NAME_DEFINED", "PASSING_STATES", "SMALL_TALK",
+    "admission_features",
     "is_question",
     "is_request", "possessive",
 ]  # fmt: skip
@@ -61,10 +68,9 @@ PASSING_STATES = _set(
     obsessed stoked pumped frustrated overwhelmed disappointed surprised
     """
 )
-# What passes: the time words of the present moment, and the passing states.
-_TRANSIENT = PASSING_STATES | _set(
-    "moment today tonight currently now right yesterday earlier later soon"
-)
+# What passes: the time words of a moment, and the passing states. Not "now" or
+# "currently": they mark the value that holds ("Farah now owns the dbt project").
+_TRANSIENT = PASSING_STATES | _set("moment today tonight right yesterday earlier later soon")
 _EVALUATIVE = _set(
     """
     important key essential crucial vital valuable helpful useful good great nice bad
@@ -74,7 +80,8 @@ _EVALUATIVE = _set(
 _DEICTIC = _set("this these our ours my mine your their his her its")
 _DETERMINERS = _set("the a an this that these those every each some any no all")
 # Suffixes of abstract and plural common nouns: a bare subject with one is a category.
-_COMMON_NOUN = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ing|ism|ics|ology|s)$")
+# Suffixes of common nouns (a plural "-s" is told by its verb: ``_opens_with_a_name``).
+_COMMON_NOUN = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ing|ism|ics|ology)$")
 _PERSONAL = _set("i me my we us our you your i'm i've we're")
 _REQUEST_OPENERS = _set("please remind tell show give summarize summarise explain help let")
 _QUESTION_OPENERS = _set(
@@ -82,6 +89,13 @@ _QUESTION_OPENERS = _set(
 )
 _CONDITION = _set("if unless whether when")
 _AUXILIARIES = _set("is was has had does did will can 's")
+#: What a name is defined as: "Kubernetes is used to…", "Rust is a kind of…". A name (or
+#: the user) with a role ("Omar is a dentist", "The user is a nurse") is a fact about
+#: someone, not a definition.
+NAME_DEFINED = re.compile(
+    r"^\S+(?: \S+)? (?:is|are) (?:used|made|called|known|(?:a|an|one) (?:kind|type|part|form) of)"
+    r"\b"
+)
 _DEFINITIONAL = re.compile(
     r"^(?:an? |the )?\S+(?: \S+)? (?:is|are) (?:a|an|used|made|called|known|one|part|kind|"
     r"type|the \w+ of)\b"
@@ -165,15 +179,7 @@ def admission_features(text: str) -> dict[str, float]:
     user_subject = " ".join(words[:2]) in ("the user", "user is", "user has") or first == "user"
     opener = text.split()[0] if text.split() else ""
     capitalised = opener[:1].isupper() and first not in FUNCTION_WORDS
-    # "Omar is ...", "Keiko has ...", "Mateo, ...": a capitalised first word of proper-noun
-    # shape, followed by its verb or an apposition.
-    after = words[1] if len(words) > 1 else ""
-    named = (
-        capitalised and len(first) >= 3 and first not in _NOT_NAMES and value_of(first) is None
-        and not _COMMON_NOUN.search(first.split("'")[0])
-        and (after in _AUXILIARIES or after.endswith("s") or "," in text.split()[0]
-             or "'" in first)
-    )  # fmt: skip
+    named = capitalised and _opens_with_a_name(first, words[1:3], text)
     bare = (
         first not in FUNCTION_WORDS
         and first not in _DETERMINERS
@@ -203,7 +209,9 @@ def admission_features(text: str) -> dict[str, float]:
         "meta": _meta(words),
         "transient": float(any(w in _TRANSIENT for w in words)),
         "bare_subject": float(bare),
-        "definitional": float(bool(_DEFINITIONAL.match(" ".join(words)))),
+        "definitional": float(
+            bool((NAME_DEFINED if named else _DEFINITIONAL).match(" ".join(words)))
+        ),
         "evaluative": _share(content, _EVALUATIVE),
         "short_unanchored": float(
             len(content) <= 3 and not (anchored or named or personal or user_subject)
@@ -214,6 +222,24 @@ def admission_features(text: str) -> dict[str, float]:
         # "The logo colour ...", "Our cluster ...": a particular thing of this world.
         "definite_subject": float(first in ("the", "our", "my", "this") and not user_subject),
     }
+
+
+def _opens_with_a_name(first: str, after: list[str], text: str) -> bool:
+    """ "Omar is …", "Tom left …", "Farah now owns …", "Marcus hates …", "Mateo, …": a
+    capitalised first word of proper-noun shape, followed by its verb (an auxiliary, a verb in
+    -s or a past form, perhaps after an adverb) or an apposition. A word in -s is a plural
+    ("Sellers agreed", "Cats are") unless its verb is singular ("Marcus hates", "Jess is")."""
+    if len(first) < 3 or first in _NOT_NAMES or value_of(first) is not None:
+        return False
+    if _COMMON_NOUN.search(first.split("'")[0]):
+        return False
+    if "," in text.split()[0] or "'" in first:
+        return True
+    verb = after[1] if len(after) > 1 and after[0] in ADVERBS else (after or [""])[0]
+    singular = verb in _AUXILIARIES or (verb.endswith("s") and not verb.endswith("ss"))
+    if first.endswith("s") and not singular:
+        return False
+    return singular or past_form(verb)
 
 
 def _meta(words: list[str]) -> float:
