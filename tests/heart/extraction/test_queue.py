@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import select
 
 from memory_kernel import MemoryKernel, MemoryKernelConfig, NotFoundError
+from memory_kernel.heart.extraction import RuleExtractor
 from memory_kernel.models.consolidation import ConsolidationAction
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import Fact
@@ -245,3 +246,25 @@ async def test_the_background_worker_drains_the_queue(
 def test_extraction_is_configured_in_its_own_section() -> None:
     config = MemoryKernelConfig.from_mapping({"extraction": {"batch_size": 8}})
     assert config.extraction.batch_size == 8 and config.extraction.enabled
+
+
+async def test_short_self_disclosures_become_facts_through_the_hooks(
+    pg_dsn: str, drop_schema: str, clock: FrozenClock, embedder: FakeEmbedder
+) -> None:
+    """The rule extractor's "The user …" wording of a short first-person statement reaches
+    memory (admission rejected it as not specific; one word alone was not extracted), and a
+    passing state does not."""
+    said = {
+        "I'm allergic to penicillin.": "The user is allergic to penicillin.",
+        "I'm vegetarian.": "The user is vegetarian.",
+        "I hate cilantro.": "The user hates cilantro.",
+        "We have a dog.": "We have a dog.",
+    }
+    config = queue_config(drop_schema)
+    async with MemoryKernel.open(
+        pg_dsn, config=config, clock=clock, embedder=embedder, extractor=RuleExtractor()
+    ) as kernel:
+        for number, message in enumerate([*said, "I'm so tired today."]):
+            await _turn(kernel, message, session=f"s{number}")
+        await kernel.extract_pending()
+        assert sorted(f.content for f in await _facts(kernel)) == sorted(said.values())

@@ -56,7 +56,7 @@ from memory_kernel.heart.extraction.rules_text import (
     third_person,
     words,
 )
-from memory_kernel.heart.facts.admission_features import PASSING_STATES
+from memory_kernel.heart.facts.admission_features import TRANSIENT
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, past_form, value_of
 from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
 
@@ -70,8 +70,8 @@ _MIN_CONTENT = 2
 _MAX_CHARS = 400
 # A name closing a clause after a comma calls the other party: "Sounds great, John!".
 _VOCATIVE = re.compile(r",\s*[A-Z][a-z]+\s*[!.]*\s*$")
-# Where the speaker is just now, as the whole predicate: "I'm home", "We're off".
-_WHERE_NOW = frozenset({"home", "back", "off", "out", "away", "free", "early", "late", "on"})
+# A state, a moment, or where the speaker is just now ("I'm home", "We're off").
+_PASSING = TRANSIENT | {"home", "back", "off", "out", "away", "free", "early", "late", "on"}
 # The verbs of "I'm X" / "I have X" ("i'm" and "we're" keep their contraction's end).
 _BE_HAVE = frozenset({"m", "re", "am", "are", "is", "was", "were", "have", "has", "had", "got"})
 _SECOND_PERSON = frozenset(
@@ -212,9 +212,9 @@ def _named_holder(clause: Clause) -> str | None:
 def _dropped(clause: Clause, lower: list[str]) -> bool:
     """A clause of a kind that states no fact (see the module docstring)."""
     content = [w for w in lower if w not in FUNCTION_WORDS and w.split("'")[0] not in ("i", "we")]
-    if all(w in SMALL_TALK for w in content) or (
-        len(content) < _MIN_CONTENT and not _what_the_speaker_is(clause, content)
-    ):
+    if all(w in SMALL_TALK for w in content) or _for_a_while(clause, content):
+        return True
+    if len(content) < _MIN_CONTENT and not _what_the_speaker_is(clause, content):
         return True
     head = lower[len(clause.scope)]
     if lower[0] in REQUEST_OPENERS or (lower[0] in QUESTION_OPENERS and clause.kind != "noun"):
@@ -235,16 +235,20 @@ def _dropped(clause: Clause, lower: list[str]) -> bool:
     return any(w in _SECOND_PERSON for w in lower)
 
 
+def _for_a_while(clause: Clause, content: list[str]) -> bool:
+    """The speaker in a state or a place for a while, and nothing else: "I'm so tired today",
+    "We're back", "I'm home tonight"."""
+    return clause.kind in ("first", "plural") and all(w in _PASSING for w in content)
+
+
 def _what_the_speaker_is(clause: Clause, content: list[str]) -> bool:
     """One word that says what the speaker is or has ("I'm vegetarian", "I'm a nurse", "We
-    have a dog"), not a state or an activity they are in for a while ("I'm tired", "I'm
-    back", "I'm listening")."""
-    word = content[0] if len(content) == 1 else ""
+    have a dog"), not an activity they are in ("I'm listening")."""
     return (
         clause.kind in ("first", "plural")
-        and (clause.verb_word.split("'")[-1] in _BE_HAVE)
-        and word not in PASSING_STATES | _WHERE_NOW
-        and not word.endswith("ing")
+        and len(content) == 1
+        and clause.verb_word.split("'")[-1] in _BE_HAVE
+        and not content[0].endswith("ing")
     )
 
 

@@ -20,7 +20,7 @@ from memory_kernel.heart.facts.normalise import (
 )
 
 __all__ = [
-    "ADMISSION_FEATURES", "CHATTER", "NAME_DEFINED", "PASSING_STATES", "SMALL_TALK",
+    "ADMISSION_FEATURES", "CHATTER", "NAME_DEFINED", "SMALL_TALK", "TRANSIENT",
     "admission_features",
     "is_question",
     "is_request", "possessive",
@@ -57,10 +57,9 @@ _SPEECH_ACTS = _set(
 )
 _CONVERSATION = _set("conversation chat assistant agent interface")
 _PARTICIPANTS = _set("user assistant agent i we")
-#: States a person is in for a while rather than is ("hungry", "on vacation": stage-level
-#: predicates, against individual-level ones like "vegetarian" or "allergic"). Shared with
-#: the rule extractor, which keeps "I'm vegetarian" and drops "I'm tired".
-PASSING_STATES = _set(
+# States a person is in for a while rather than is ("hungry", "on vacation": stage-level
+# predicates, against individual-level ones like "vegetarian" or "allergic").
+_PASSING_STATES = _set(
     """
     hungry thirsty tired sleepy exhausted sick ill unwell bored busy stressed nervous upset
     annoyed worried excited glad happy sad ready stuck lost confused curious vacation holiday
@@ -68,9 +67,10 @@ PASSING_STATES = _set(
     obsessed stoked pumped frustrated overwhelmed disappointed surprised
     """
 )
-# What passes: the time words of a moment, and the passing states. Not "now" or
-# "currently": they mark the value that holds ("Farah now owns the dbt project").
-_TRANSIENT = PASSING_STATES | _set("moment today tonight right yesterday earlier later soon")
+#: What passes: the passing states and the time words of a moment. Not "now" or
+#: "currently": they mark the value that holds ("Farah now owns the dbt project"). Shared
+#: with the rule extractor, which keeps "I'm vegetarian" and drops "I'm so tired today".
+TRANSIENT = _PASSING_STATES | _set("moment today tonight right yesterday earlier later soon")
 _EVALUATIVE = _set(
     """
     important key essential crucial vital valuable helpful useful good great nice bad
@@ -124,7 +124,7 @@ CHATTER = _set(
 )
 # An interjection opens a sentence capitalised and followed by a comma, like a name in
 # apposition ("Ugh, …", "Sorry, …" against "Mateo, …").
-_NOT_NAMES = _INDEFINITE | _TRANSIENT | _EVALUATIVE | SMALL_TALK | CHATTER | _set("user earlier")
+_NOT_NAMES = _INDEFINITE | TRANSIENT | _EVALUATIVE | SMALL_TALK | CHATTER | _set("user earlier")
 
 
 def is_question(text: str) -> bool:
@@ -207,7 +207,7 @@ def admission_features(text: str) -> dict[str, float]:
         "vague": _share(content, frozenset(vague)) + 0.5 * float(bool(vague)),
         "hedge": float(any(w in _HEDGES for w in words)),
         "meta": _meta(words),
-        "transient": float(any(w in _TRANSIENT for w in words)),
+        "transient": float(any(w in TRANSIENT for w in words)),
         "bare_subject": float(bare),
         "definitional": float(
             bool((NAME_DEFINED if named else _DEFINITIONAL).match(" ".join(words)))
