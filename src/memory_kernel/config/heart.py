@@ -180,8 +180,9 @@ class HeartConfig(Frozen):
             "Directory with the learned fact scorers (update.json, duplicate.json, "
             "admission.json, read.json, as written by scripts/train_fact_scorers.py). A file "
             "missing there, or no directory, uses the packaged weights fitted on the "
-            "development data with the embedder in use: shipped for the default embedder and "
-            "for MiniLM (the st extra); any other embedder gets the default's, with a warning "
+            "development data with the embedder in use: shipped for the default embedder, the "
+            "HybridEmbedder and MiniLM (the st extra); any other embedder gets the default's, "
+            "with a warning "
             "to retrain for it (their cosine feature belongs to one embedder, docs/tuning.md)."
         ),
     )

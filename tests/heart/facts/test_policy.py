@@ -215,6 +215,15 @@ def test_a_passing_state_of_the_user_is_not_kept(text: str) -> None:
     assert not admit_fact(text).admitted
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["I went to the dentist yesterday.", "Headcount today is 210.",
+     "Farah now owns the dbt project.", "The user currently lives in Leeds."],
+)  # fmt: skip
+def test_a_day_or_now_marks_an_event_or_the_value_that_holds(text: str) -> None:
+    assert admit_fact(text).admitted
+
+
 def test_an_interjection_is_no_name() -> None:
     assert admission_features("Mateo, my nephew, starts school in May.")["named_subject"] == 1.0
     assert admission_features("Sorry, I lost the thread there.")["named_subject"] == 0.0

@@ -35,7 +35,7 @@ ADMISSION_FEATURES = (
     "content_words", "names", "named_subject", "values", "codes", "possessive", "personal",
     "user_subject", "deictic", "vague", "hedge", "meta", "transient", "bare_subject",
     "definitional", "evaluative", "short_unanchored", "condition", "request", "value_referent",
-    "definite_subject",
+    "definite_subject", "passing_state",
 )  # fmt: skip
 
 _INDEFINITE = _set(
@@ -67,10 +67,13 @@ _PASSING_STATES = _set(
     obsessed stoked pumped frustrated overwhelmed disappointed surprised
     """
 )
-#: What passes: the passing states and the time words of a moment. Not "now" or
-#: "currently": they mark the value that holds ("Farah now owns the dbt project"). Shared
-#: with the rule extractor, which keeps "I'm vegetarian" and drops "I'm so tired today".
-TRANSIENT = _PASSING_STATES | _set("moment today tonight right yesterday earlier later soon")
+# A moment that has no date: "at the moment", "right now", "later". Not "now" or
+# "currently" (they mark the value that holds: "Farah now owns the dbt project"), nor a day
+# ("today", "yesterday": a dated event, "I went to the dentist yesterday").
+_MOMENT = _set("moment right earlier later soon")
+#: What passes, shared with the rule extractor, which keeps "I'm vegetarian" and drops "I'm
+#: so tired today": the passing states, the moments and the days of a state.
+TRANSIENT = _PASSING_STATES | _MOMENT | _set("today tonight yesterday")
 _EVALUATIVE = _set(
     """
     important key essential crucial vital valuable helpful useful good great nice bad
@@ -207,7 +210,8 @@ def admission_features(text: str) -> dict[str, float]:
         "vague": _share(content, frozenset(vague)) + 0.5 * float(bool(vague)),
         "hedge": float(any(w in _HEDGES for w in words)),
         "meta": _meta(words),
-        "transient": float(any(w in TRANSIENT for w in words)),
+        "transient": float(any(w in _MOMENT for w in words)),
+        "passing_state": float(any(w in _PASSING_STATES for w in words)),
         "bare_subject": float(bare),
         "definitional": float(
             bool((NAME_DEFINED if named else _DEFINITIONAL).match(" ".join(words)))
