@@ -61,10 +61,17 @@ _PARTICIPANTS = _set("user assistant agent i we")
 # predicates, against individual-level ones like "vegetarian" or "allergic").
 _PASSING_STATES = _set(
     """
-    hungry thirsty tired sleepy exhausted sick ill unwell bored busy stressed nervous upset
-    annoyed worried excited glad happy sad ready stuck lost confused curious vacation holiday
-    grateful thankful lucky proud thrilled relieved blessed amazed impressed inspired
-    obsessed stoked pumped frustrated overwhelmed disappointed surprised
+    hungry thirsty tired sleepy exhausted sick ill unwell bored busy stressed ready stuck
+    lost confused vacation holiday
+    """
+)
+# Feelings pass too, but what one feels about something is often what is asked later ("How
+# does Jon feel about the opening?"): only a clause that says nothing else is dropped.
+_FEELINGS = _set(
+    """
+    nervous upset annoyed worried excited glad happy sad curious grateful thankful lucky
+    proud thrilled relieved blessed amazed impressed inspired obsessed stoked pumped
+    frustrated overwhelmed disappointed surprised
     """
 )
 # A moment that has no date: "at the moment", "right now", "later". Not "now" or
@@ -72,8 +79,8 @@ _PASSING_STATES = _set(
 # ("today", "yesterday": a dated event, "I went to the dentist yesterday").
 _MOMENT = _set("moment right earlier later soon")
 #: What passes, shared with the rule extractor, which keeps "I'm vegetarian" and drops "I'm
-#: so tired today": the passing states, the moments and the days of a state.
-TRANSIENT = _PASSING_STATES | _MOMENT | _set("today tonight yesterday")
+#: so tired today" or "We're so grateful": states, feelings, moments and the days of a state.
+TRANSIENT = _PASSING_STATES | _FEELINGS | _MOMENT | _set("today tonight yesterday")
 _EVALUATIVE = _set(
     """
     important key essential crucial vital valuable helpful useful good great nice bad
