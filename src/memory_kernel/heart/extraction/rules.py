@@ -9,7 +9,10 @@ message is judged on its own. Each clause is kept or dropped by what *kind* of c
   hedged clause (if, would, could, might, maybe, should, "I'd"), small talk and
   acknowledgements, a clause addressed to the other party (any "you"), a clause whose
   holder is a pronoun the sentence does not resolve ("it", "they", "that"), a fragment with
-  no finite verb, a bare report of thinking ("I think so"), fewer than two content words;
+  no finite verb, a bare report of thinking ("I think so"), the speaker only in a state,
+  a feeling or a place for a while ("I'm so tired today", "I'm back"), fewer than two
+  content words (but one word of what the speaker is or has: "I'm vegetarian", "We have a
+  dog");
 - kept: a self-disclosure (the speaker is the holder: "I moved to Denver", "my sister Noor
   ...", or a clause opening with a past verb, whose "I" is left out: "Retested FTP: 238
   watts") or a statement with a value — a number, an amount, a date, a day, a time, a name

@@ -21,9 +21,7 @@ from memory_kernel.heart.facts.normalise import (
 
 __all__ = [
     "ADMISSION_FEATURES", "CHATTER", "NAME_DEFINED", "SMALL_TALK", "TRANSIENT",
-    "admission_features",
-    "is_question",
-    "is_request", "possessive",
+    "admission_features", "is_question", "is_request", "possessive",
 ]  # fmt: skip
 
 
@@ -89,8 +87,8 @@ _EVALUATIVE = _set(
 )
 _DEICTIC = _set("this these our ours my mine your their his her its")
 _DETERMINERS = _set("the a an this that these those every each some any no all")
-# Suffixes of abstract and plural common nouns: a bare subject with one is a category.
-# Suffixes of common nouns (a plural "-s" is told by its verb: ``_opens_with_a_name``).
+# Suffixes of abstract common nouns: a bare subject with one is a category (a plural "-s"
+# is told by its verb, ``_opens_with_a_name``).
 _COMMON_NOUN = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ing|ism|ics|ology)$")
 _PERSONAL = _set("i me my we us our you your i'm i've we're")
 _REQUEST_OPENERS = _set("please remind tell show give summarize summarise explain help let")
@@ -99,9 +97,9 @@ _QUESTION_OPENERS = _set(
 )
 _CONDITION = _set("if unless whether when")
 _AUXILIARIES = _set("is was has had does did will can 's")
-#: What a name is defined as: "Kubernetes is used to…", "Rust is a kind of…". A name (or
-#: the user) with a role ("Omar is a dentist", "The user is a nurse") is a fact about
-#: someone, not a definition.
+#: What a name is defined as: "Kubernetes is used to…", "Rust is a kind of…". A name with a
+#: role ("Omar is a dentist", "Ines is the tech lead for mobile") is a fact about someone,
+#: not a definition.
 NAME_DEFINED = re.compile(
     r"^\S+(?: \S+)? (?:is|are) (?:used|made|called|known|(?:a|an|one) (?:kind|type|part|form) of)"
     r"\b"
