@@ -2,9 +2,11 @@
 
 A model2vec model is a table of token vectors computed once from a sentence transformer
 (``scripts/distill_static_model.py``); a text's vector is the mean of its tokens' vectors.
-It places "runs" near "manages" and "sluggish" near "slow", which the lexical
-``HashingEmbedder`` cannot, with numpy, ``tokenizers`` and ``safetensors`` at run time. It
-reads word order not at all, and only a text's first 512 tokens. The package ships one
+It finds "The user drives an electric car" for "what kind of vehicle do they own", which
+the lexical ``HashingEmbedder`` cannot, with numpy, ``tokenizers`` and ``safetensors`` at
+run time. It reads word order not at all, and only a text's first 512 tokens; it does not
+tell a synonym from a sibling or an opposite ("runs" / "manages" lie further apart than
+"faster" / "slower", docs/tuning.md). The package ships one
 model, distilled from all-MiniLM-L6-v2 (``StaticEmbedder.packaged()``, 3.8 MB); it is the
 semantic half of the ``HybridEmbedder``.
 """
@@ -26,8 +28,8 @@ __all__ = ["PACKAGED_STATIC_MODEL", "StaticEmbedder"]
 #: The model the package ships, distilled from all-MiniLM-L6-v2 (its licence beside it).
 PACKAGED_STATIC_MODEL = Path(__file__).parent / "data" / "minilm-static-128"
 _PACKAGED_NAME = "static:minilm-l6-v2-128"
-# Above this many texts, or characters in all, encoding leaves the event loop (as the
-# hashing embedder does): a batch of a thousand texts takes tens of milliseconds.
+# Above this many texts, or characters in all, encoding leaves the event loop, as the
+# hashing embedder's does: a large batch must not stall the other coroutines.
 _THREAD_THRESHOLD = 256
 _THREAD_CHARS = 16 * 1024
 
