@@ -61,7 +61,7 @@ def _value(text: str, name: str) -> float:
         ("commitment", "We'll keep the old parser.", "We kept the old parser."),
         ("commitment", "I'm switching the client to httpx.", "I'm checking the client."),
         ("commitment", "Let's ship it on Friday.", "Let's see the numbers first."),
-        ("contrast", "Random effects, not fixed effects.", "Random effects fit well."),
+        ("contrast", "We use random effects, not fixed effects.", "We use random effects."),
         ("contrast", "Use gRPC rather than REST.", "Use gRPC for it."),
         ("transition", "Let me check the logs.", "The logs say it timed out."),
         ("transition", "I'll check the logs.", "I'll rotate the logs weekly."),
@@ -72,6 +72,30 @@ def _value(text: str, name: str) -> float:
         ("gerund_lead", "Moving the standup to 10.", "Morning! Standup is at 10."),
         ("gerund_lead", "Dropping the cache layer.", "Nothing new on the cache layer."),
         ("gerund_lead", "Pinning numpy below 2.", "Waiting on numpy 2 wheels."),
+        ("commitment", "Fine, we skip the dark mode toggle for v1.", "There we go!"),
+        # A choice after a report of the work.
+        (
+            "later_choice",
+            "Refactored the loader. Went with pydantic-settings over hand-written parsing.",
+            "Refactored the loader. The tests pass on every platform.",
+        ),
+        (
+            "later_choice",
+            "Audit done. I'd upgrade lodash first, since it is exposed.",
+            "Audit done. The docs recommend upgrading lodash first.",
+        ),
+        # A reason or a contrast counts where someone acts or a course is set; in a sentence
+        # that explains how things are, it chooses nothing.
+        (
+            "contrast",
+            "We'll key messages by customer, not by order.",
+            "Kafka orders messages within a partition, not across a topic.",
+        ),
+        (
+            "rationale",
+            "Use the 14-inch, because you work at a desk.",
+            "The layer stays smaller, because pip keeps no cache.",
+        ),
     ],
 )
 def test_features_fire_on_their_speech_act(name: str, fires: str, quiet: str) -> None:
@@ -119,6 +143,13 @@ def test_features_fire_on_their_speech_act(name: str, fires: str, quiet: str) ->
         # Someone else's choice, reported.
         ("I went with the oak shelves for the hallway.", "The builder went with the oak shelves."),
         ("Decision: we pay the card off first.", "The bank's decision came through on Monday."),
+        # Advice counts when the speaker gives it, and a choice when it is made, not offered.
+        (
+            "I recommend setting requests on every container.",
+            "The Kubernetes docs recommend setting requests on every container.",
+        ),
+        ("Here's my recommendation: Germany first.", "I'd normally recommend one here."),
+        ("You picked the 14-inch laptop.", "Happy to help you pick a laptop!"),
     ],
 )
 def test_the_lead_choice_is_the_speakers_and_committed(fires: str, quiet: str) -> None:

@@ -3,23 +3,28 @@
 A decision *commits* to something ("we'll", "I'm switching", "let's", "not raising…"),
 usually *chooses* ("going with", "picked", "decided"), names what it *rejects* ("rather
 than", "instead of", "not X"), or gives a *reason* ("because", "since", ", so", "would").
-Noise *reports* ("Patched, rebuilt, redeployed."), *announces* the next step ("Let me…",
-"Checking…"), *acknowledges* ("Noted 👍"), *recalls* ("I remember…"), *asks*, *dumps*
-status or lists ("Routes in this service: - GET /orders …"), or reports an error.
+A reason or a contrast counts in a sentence where someone of the conversation acts or a
+course is set, not in one that explains how things are ("Kafka orders messages within a
+partition, not across a topic"). Noise *reports* ("Patched, rebuilt, redeployed."),
+*announces* the next step ("Let me…", "Checking…"), *acknowledges* ("Noted 👍"), *recalls*
+("I remember…"), *asks*, *dumps* status or lists ("Routes in this service: - GET /orders
+…"), or reports an error.
 
 Each feature is a number in [0, 1] computed from word lists of those speech acts (general
 English vocabulary, not phrases of any data set) and from the response's shape (list lines,
-code spans, digits, length, questions). A feature belongs to a *family*: the decision cues
-push towards "decision", the other families towards "not a decision", and the family whose
-features pushed hardest is what layer 1 reports when it drops a response (``style``
-features — emoji, length — are weighed but never named).
+code spans, digits, questions). Length is not one: how long a response is says nothing of
+what it does, and a weight learned for it learns only that a development file's noise is
+terser than its decisions (a long explanation then looks like a decision). A feature
+belongs to a *family*: the decision cues push towards "decision", the other families
+towards "not a decision", and the family whose features pushed hardest is what layer 1
+reports when it drops a response (the ``style`` feature, emoji, is weighed but never
+named).
 
 Text is matched lowercase with straight apostrophes, as whole words.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,7 +55,18 @@ _PROGRESS = (
 _BUSY_VERBS = r"checking|looking|digging|working|investigating|trying|reviewing|reading|"
 _BUSY_VERBS += r"waiting|thinking|running|pulling|searching|testing"
 _BUSY = r"going\b|" + _BUSY_VERBS + r"|still"
+# Base forms of verbs that direct or choose: the imperative ("Use UUIDv7…", "Get the
+# 14-inch.") and its first-person plural ("we skip the toggle for v1").
+_DIRECTIVE_VERBS = (
+    r"use|keep|get|go|pick|choose|prefer|avoid|drop|add|remove|move|pin|ship|split|merge|"
+    r"switch|stick|stop|make|set|put|run|cite|buy|skip|defer|delay|wait|hold|treat|store|"
+    r"cache|replace|migrate|upgrade|downgrade|enable|disable|turn|raise|lower|limit|cap|"
+    r"require|allow|block|reject|accept|approve|deny|schedule|prioriti[sz]e|focus|build|write|"
+    r"rename|retire|deprecate|consolidate|standardi[sz]e|adopt|launch|release|roll|revert|"
+    r"exclude|include|start|leave|postpone|cancel|invest|hire|sign|opt"
+)
 _COMMIT = _words_re(
+    r"we (?:" + _DIRECTIVE_VERBS + r") \w+",
     r"(?:i|we)(?:'ll| will| shall)(?! (?:" + _PROGRESS + r")(?![\w']))",
     r"(?:i'm|i am|we're|we are) going to(?! (?:" + _PROGRESS + r")(?![\w']))",
     r"let's(?! (?:" + _PROGRESS + r")(?![\w']))",
@@ -77,9 +93,12 @@ _RATIONALE = _words_re(
     r"in order to", r"to avoid", r"otherwise", r"would(?:n't)?", r"could(?:n't)?", r"means",
     r"the reason", r"as long as",
 )  # fmt: skip
-_RECOMMEND = _words_re(
-    r"recommend\w*", r"suggest\w*", r"i'd", r"i would", r"(?:you|we) should(?:n't)?",
-    r"my advice", r"advise", r"better to", r"best to", r"go for",
+# Verbs of advice, whose adviser may be named ("The Kubernetes docs recommend…"), and the
+# frames in which the speaker advises ("I'd go", "you should").
+_ADVISE = _words_re(r"recommend\w*", r"suggest\w*", r"advise")
+_ADVICE_FRAME = _words_re(
+    r"i'd \w+", r"i would \w+", r"(?:you|we) should(?:n't)?", r"my advice", r"better to",
+    r"best to", r"go for",
 )  # fmt: skip
 _REFUSE = _words_re(
     r"(?:i'm|i am|we're|we are) not", r"won't", r"will not", r"not going to", r"don't want to",
@@ -130,15 +149,7 @@ _PAST_LEAD = re.compile(
     r"^(?:[\w-]+ )?(?:\w+ed|sent|built|rebuilt|ran|made|found|got|took|wrote|did|began|"
     r"brought|bought|paid|left|shut|spun|gave|told|sold|held|won|lost|kept|chose|went)(?![\w'])"
 )
-# Base forms of verbs that direct or choose, for imperatives: "Use UUIDv7…", "Get the 14-inch."
-_DIRECTIVE = re.compile(
-    r"^(?:use|keep|get|go|pick|choose|prefer|avoid|drop|add|remove|move|pin|ship|split|merge|"
-    r"switch|stick|stop|make|set|put|run|cite|buy|skip|defer|delay|wait|hold|treat|store|"
-    r"cache|replace|migrate|upgrade|downgrade|enable|disable|turn|raise|lower|limit|cap|"
-    r"require|allow|block|reject|accept|approve|deny|schedule|prioriti[sz]e|focus|build|write|"
-    r"rename|retire|deprecate|consolidate|standardi[sz]e|adopt|launch|release|roll|revert|"
-    r"exclude|include|start|leave|postpone|cancel|invest|hire|sign|opt)(?![\w'])"
-)
+_DIRECTIVE = re.compile(r"^(?:" + _DIRECTIVE_VERBS + r")(?![\w'])")
 # A present participle opening a sentence ("Switching…"), unless it announces work.
 # Words in -ing that are not participles: "Morning!", "Nothing new", "According to…".
 _NOT_PARTICIPLES = r"(?:some|any|no|every)thing|morning|evening|during|according|regarding|"
@@ -168,8 +179,14 @@ _STEP_FIRST = _words_re(r"(?:let me|i'll|i will|i'm going to|i'm gonna) (?:" + _
 # chooses for the conversation; "the authors chose BM25" reports someone else's choice.
 _PERSONAL = re.compile(
     r"(?:^|[^\w'])(?:i|we|you|let's|i'm|we're|you're|i've|we've|you've|i'd|we'd|you'd|"
-    r"i'll|we'll|you'll)(?:\s+\S+){0,3}$"
+    r"i'll|we'll|you'll|my|our|your)(?:\s+\S+){0,3}$"
 )
+# A party of the conversation, or a course set for the future, in a sentence.
+_PARTY = _words_re(
+    r"i", r"we", r"you", r"our", r"us", r"my", r"your", r"me", r"let's", r"i'm", r"we're",
+    r"you're", r"i'll", r"we'll", r"you'll", r"i'd", r"we'd", r"you'd", r"i've", r"we've",
+    r"you've", r"will", r"won't",
+)  # fmt: skip
 _CHOSEN_STEP = re.compile(r" to (?:" + _PROGRESS + r")(?![\w'])")
 _CLAUSE_BREAK = re.compile(r"[,;:—–(]|\band\b|\bbut\b")
 _LIST_LINE = re.compile(r"^\s*(?:[-*•·]|\d+[.)]|[a-z][.)])\s+")
@@ -194,13 +211,18 @@ class _Text:
     lines: list[str]
 
 
+def _leads(sentence: str) -> list[str]:
+    """The clauses of ``sentence`` without leading fillers, emoji and punctuation. What
+    follows a colon opens a clause of its own ("My recommendation: use Redis")."""
+    clauses = [c for c in _COLON_SPLIT.split(sentence) if c.strip()]
+    return [_FILLER_LEAD.sub("", re.sub(r"^[\W_]+", "", c)) for c in clauses]
+
+
 def _prepare(response: str) -> _Text:
     raw = response.replace("\u2019", "'").replace("\u2018", "'")
     text = " ".join(raw.casefold().split())
     sentences = [s.strip(" \"'*_#>") for s in _SENTENCE_SPLIT.split(raw.casefold()) if s.strip()]
-    # What follows a colon opens a clause of its own ("My recommendation: use Redis").
-    clauses = [c for s in sentences for c in _COLON_SPLIT.split(s) if c.strip()]
-    leads = [_FILLER_LEAD.sub("", re.sub(r"^[\W_]+", "", c)) for c in clauses]
+    leads = [lead for s in sentences for lead in _leads(s)]
     lines = [line for line in raw.splitlines() if line.strip()]
     return _Text(raw, text, _WORD.findall(text), sentences, leads, lines)
 
@@ -211,13 +233,22 @@ def _count(pattern: re.Pattern[str], t: _Text, cap: int = 2, *more: re.Pattern[s
     return min(found, cap) / cap
 
 
+def _engaged_count(t: _Text, cap: int, *patterns: re.Pattern[str]) -> float:
+    """How often ``patterns`` occur in sentences in which a party of the conversation acts
+    or a course is set (a person of the conversation, a future, an imperative), saturating
+    at ``cap``. A reason or a contrast in a sentence about how things are ("Kafka orders
+    within a partition, not across a topic, because…") explains; it chooses nothing."""
+    found = sum(
+        len(p.findall(sentence))
+        for sentence in t.sentences
+        if _PARTY.search(sentence) or any(_DIRECTIVE.match(c) for c in _leads(sentence))
+        for p in patterns
+    )
+    return min(found, cap) / cap
+
+
 def _share(flags: list[bool]) -> float:
     return sum(flags) / len(flags) if flags else 0.0
-
-
-def _length(t: _Text) -> float:
-    # log scale: 3 words ≈ 0.26, 20 ≈ 0.57, 200 ≈ 1.
-    return min(math.log1p(len(t.words)) / math.log1p(200), 1.0)
 
 
 def _lead(t: _Text, *patterns: re.Pattern[str]) -> float:
@@ -226,13 +257,20 @@ def _lead(t: _Text, *patterns: re.Pattern[str]) -> float:
     return float(any(p.search(first) for p in patterns))
 
 
-def _speakers_choice(sentence: str) -> bool:
+# Before a choice verb, what leaves the choice open: an infinitive ("to pick", "help you
+# pick") is a choice still to be made.
+_OPEN_CHOICE = re.compile(r"(?:\bto|\bhelp (?:you|me|us)) $")
+
+
+def _speakers_choice(sentence: str, verbs: re.Pattern[str] = _CHOICE) -> bool:
     """Whether a choice verb in ``sentence`` is the speaker's: nobody else is named before it
     in its clause (its start, or a personal pronoun within three words before it). Choosing
     to do a step of the work ("I decided to check the logs first") announces the step, as
     "I'll check" does."""
-    for match in _CHOICE.finditer(sentence):
-        if _CHOSEN_STEP.match(sentence, match.end()):
+    for match in verbs.finditer(sentence):
+        if _CHOSEN_STEP.match(sentence, match.end()) or _OPEN_CHOICE.search(
+            sentence[: match.start()]
+        ):
             continue
         before = _CLAUSE_BREAK.split(sentence[: match.start()])[-1]
         if not before.strip() or _PERSONAL.search(before + match.group(0).split()[0]):
@@ -247,11 +285,15 @@ def _lead_choice(t: _Text) -> float:
     reason that quotes the listener after the choice, "…, since you said you'd rather…",
     keeps it) or finding something out first ("Let me pull the numbers before we pick one"). A
     choice verb counts only when the speaker chooses."""
-    first = t.sentences[0] if t.sentences else ""
-    held = [m.start() for p in (_UNCOMMITTED, _RECALL, _STEP_FIRST) if (m := p.search(first))]
-    head = first[: min(held, default=len(first))]
-    return float(
-        any(p.search(head) for p in (_COMMIT, _CONTRAST, _RECOMMEND)) or _speakers_choice(head)
+    return float(bool(t.sentences) and _commits(t.sentences[0]))
+
+
+def _commits(sentence: str) -> bool:
+    held = [m.start() for p in (_UNCOMMITTED, _RECALL, _STEP_FIRST) if (m := p.search(sentence))]
+    head = sentence[: min(held, default=len(sentence))]
+    frames = (_COMMIT, _CONTRAST, _ADVICE_FRAME)
+    return any(p.search(head) for p in frames) or any(
+        _speakers_choice(head, verbs) for verbs in (_CHOICE, _ADVISE)
     )
 
 
@@ -274,12 +316,14 @@ FEATURES: tuple[Feature, ...] = (
             "first-person commitment: we'll, I'm going to, let's, I'm <verb>ing"),
     Feature("choice", DECISION, lambda t: _count(_CHOICE, t),
             "choice verbs: decided, going with, picked, prefer, adopt, stick with…"),
-    Feature("contrast", DECISION, lambda t: _count(_CONTRAST, t, 2, _NOT_Y),
-            "a rejected alternative or comparison: rather than, instead of, X-er than…"),
-    Feature("rationale", DECISION, lambda t: _count(_RATIONALE, t, 3),
-            "a reason: because, since, so that, , so, would, given…"),
-    Feature("recommendation", DECISION, lambda t: _count(_RECOMMEND, t, 1),
-            "a recommendation frame: recommend, I'd, you should, better to…"),
+    Feature("contrast", DECISION, lambda t: _engaged_count(t, 2, _CONTRAST, _NOT_Y),
+            "a rejected alternative or comparison (rather than, instead of, X-er than…) in a "
+            "sentence where someone of the conversation acts or a course is set"),
+    Feature("rationale", DECISION, lambda t: _engaged_count(t, 3, _RATIONALE),
+            "a reason (because, since, so that, , so, would, given…) in a sentence where "
+            "someone of the conversation acts or a course is set"),
+    Feature("recommendation", DECISION, lambda t: _count(_ADVISE, t, 1, _ADVICE_FRAME),
+            "advice: recommend, suggest, I'd <verb>, you should, better to…"),
     Feature("refusal", DECISION, lambda t: _count(_REFUSE, t, 1),
             "a negated commitment: won't, not going to, I'm not, no longer…"),
     Feature("future", DECISION, lambda t: _count(_FUTURE, t),
@@ -320,7 +364,6 @@ FEATURES: tuple[Feature, ...] = (
             lambda t: float(bool(t.sentences) and bool(_COLON_HEAD.match(t.sentences[0]))),
             "opens with a short 'heading:'"),
     Feature("emoji", STYLE, lambda t: float(bool(_EMOJI.search(t.raw))), "contains an emoji"),
-    Feature("length", STYLE, _length, "number of words, log scale (200 words = 1)"),
     Feature("lead_report", "completion", lambda t: _lead(t, _COMPLETION, _PERFECT),
             "the first sentence reports finished work"),
     Feature("lead_status", "status", lambda t: _lead(t, _STATUS), "the first sentence is status"),
@@ -330,7 +373,11 @@ FEATURES: tuple[Feature, ...] = (
             "the first sentence commits, chooses, contrasts or recommends before anything "
             "holds it back: a condition, a hedge or a memory ('If it comes back under 50ms, "
             "we should go with gRPC', 'I remember we picked Kafka'); a choice verb counts "
-            "when the speaker chooses ('the authors chose BM25' reports a choice)"),
+            "when the speaker chooses ('the authors chose BM25' reports a choice), and "
+            "advice when the speaker gives it ('the docs recommend…' reports advice)"),
+    Feature("later_choice", DECISION,
+            lambda t: float(any(_commits(x) for x in t.sentences[1:])),
+            "a later sentence commits or chooses as lead_choice reads the first"),
 )  # fmt: skip
 
 
