@@ -8,19 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_kernel import FactInput, MemoryKernel
+from memory_kernel import EmbedderMismatchError, FactInput, MemoryKernel
 from memory_kernel.embeddings import (
     HYBRID_NAME,
     HashingEmbedder,
     HybridEmbedder,
     StaticEmbedder,
+    default_embedder,
 )
 from memory_kernel.embeddings.static import PACKAGED_STATIC_MODEL
 from memory_kernel.errors import ConfigError
 from memory_kernel.heart.facts.scorers import load_scorers
 from tests.conftest import schema_config
-
-pytest.importorskip("model2vec", reason="the static extra is not installed")
 
 # The distilled table as scripts/distill_static_model.py writes it (deterministic: PCA by
 # eigendecomposition): a changed file must come with a re-run of the script.
@@ -134,3 +133,37 @@ async def test_a_kernel_on_the_hybrid_recalls_a_fact_by_its_meaning(
         for question, answer in ASKED.items():
             hits = await kernel.search_memory("a1", question, search_type="facts", limit=1)
             assert [hit.text for hit in hits] == [answer], question
+
+
+async def test_a_kernel_opened_without_an_embedder_is_on_the_hybrid(
+    pg_dsn: str, drop_schema: str
+) -> None:
+    config = schema_config(drop_schema)
+    async with MemoryKernel.open(pg_dsn, config=config) as kernel:
+        assert kernel.embedder.name == HYBRID_NAME == default_embedder().name
+        assert (await kernel.info()).embedder_dim == 512
+        assert kernel.heart.facts.scorers.embedder == HYBRID_NAME
+        await kernel.heart.facts.learn(FactInput(agent_id="a1", content=FACTS[0]))
+        question, answer = next(iter(ASKED.items()))
+        hits = await kernel.search_memory("a1", question, search_type="facts", limit=1)
+    assert [hit.text for hit in hits] == [FACTS[0]] == [answer]
+
+
+async def test_a_store_built_on_the_old_default_says_how_to_open_it(
+    pg_dsn: str, drop_schema: str
+) -> None:
+    config = schema_config(drop_schema)
+    async with MemoryKernel.open(pg_dsn, config=config, embedder=HashingEmbedder()) as kernel:
+        await kernel.heart.facts.learn(FactInput(agent_id="a1", content=FACTS[0]))
+    with pytest.raises(EmbedderMismatchError) as caught:
+        await MemoryKernel.open(pg_dsn, config=config)
+    assert "embedder=HashingEmbedder()" in str(caught.value)
+    assert "docs/reliability.md" in str(caught.value)
+    async with MemoryKernel.open(pg_dsn, config=config, embedder=HashingEmbedder()) as kernel:
+        assert len(await kernel.heart.facts.search("a1", FACTS[0])) == 1
+
+
+def test_the_packaged_model_is_loaded_once_per_process() -> None:
+    first, second = StaticEmbedder.packaged(), StaticEmbedder.packaged()
+    assert first is not second
+    assert first._model is second._model  # one table shared, not loaded twice

@@ -65,19 +65,19 @@ async def small_partitions(pg_dsn: str, drop_schema: str) -> AsyncIterator[Memor
         {"storage": {"schema_name": drop_schema, "dedicated_partition_rows": 150}}
     )
     async with MemoryKernel.open(
-        pg_dsn, config=config, clock=FrozenClock(NOW), embedder=FakeEmbedder()
+        pg_dsn, config=config, clock=FrozenClock(NOW), embedder=FakeEmbedder(384)
     ) as kernel:
         yield kernel
 
 
 async def test_top_k_is_exact_in_the_shared_partition_and_isolated(kernel: MemoryKernel) -> None:
     rng = np.random.default_rng(1)
-    mine, theirs = _unit(rng, 120), _unit(rng, 120)
+    mine, theirs = _unit(rng, 120, kernel.embedder.dim), _unit(rng, 120, kernel.embedder.dim)
     async with kernel.database.transaction() as conn:
         my_ids = await _insert(conn, "me", mine)
         await _insert(conn, "them", theirs)
-        await _insert(conn, "me", _unit(rng, 30), status="superseded")
-    for query in _unit(rng, 5):
+        await _insert(conn, "me", _unit(rng, 30, kernel.embedder.dim), status="superseded")
+    for query in _unit(rng, 5, kernel.embedder.dim):
         async with kernel.database.connection() as conn:
             rows = await nearest(conn, facts, agent_id="me", vector=query, k=10)
         assert [r.id for r in rows] == _exact(mine, my_ids, query, 10)

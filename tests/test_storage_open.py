@@ -33,7 +33,7 @@ async def test_open_migrates_to_head_and_records_embedder(kernel: MemoryKernel) 
     assert info.pgvector_version is not None
     assert info.postgres_version.split(".")[0].isdigit()
     assert info.embedder_name == kernel.embedder.name
-    assert info.embedder_dim == 384
+    assert info.embedder_dim == kernel.embedder.dim == 512  # the default embedder
 
 
 async def test_reopen_with_other_dimension_fails_and_writes_nothing(

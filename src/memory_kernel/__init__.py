@@ -33,8 +33,11 @@ from memory_kernel.context import (
 )
 from memory_kernel.embeddings import (
     HashingEmbedder,
+    HybridEmbedder,
     OpenAICompatibleEmbedder,
     SentenceTransformerEmbedder,
+    StaticEmbedder,
+    default_embedder,
 )
 from memory_kernel.errors import (
     ConfigError,
@@ -242,6 +245,7 @@ __all__ = [
     "GateVerdict",
     "HashingEmbedder",
     "HeartConfig",
+    "HybridEmbedder",
     "InclusionReport",
     "InvalidVectorError",
     "Judge",
@@ -270,6 +274,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "SkipReason",
     "Stakes",
+    "StaticEmbedder",
     "StatusCount",
     "StorageConfig",
     "StorageError",
@@ -285,4 +290,5 @@ __all__ = [
     "TurnReport",
     "TurnResult",
     "ValidationError",
+    "default_embedder",
 ]

@@ -132,8 +132,11 @@ def consolidate(
     ] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Agents at once.")] = 2,
     embedder: Annotated[
-        str, typer.Option("--embedder", help="The store's embedder: hashing, st or st:<model>")
-    ] = "hashing",
+        str,
+        typer.Option(
+            "--embedder", help="The store's embedder: hybrid (default), hashing, st or st:<model>"
+        ),
+    ] = "hybrid",
 ) -> None:
     """Nightly maintenance: evidence, decay, contradictions, merging, deprecation."""
     from memory_kernel.consolidation.cli import run_consolidate
@@ -239,7 +242,7 @@ def eval_(
         str, typer.Argument(help="ku, dedup, admission, gate, stsb, locomo or conversations")
     ],
     data: Annotated[Path, typer.Option("--data", help="The data file of the suite.")],
-    embedder: EmbedderOption = "hashing",
+    embedder: EmbedderOption = "hybrid",
     json_path: JsonOption = None,
     plot: PlotOption = None,
     budget: Annotated[
@@ -313,7 +316,7 @@ def eval_(
 def tune(
     suite: Annotated[str, typer.Argument(help="dedup, gate or stsb")],
     data: Annotated[Path, typer.Option("--data", help="The data file of the suite.")],
-    embedder: EmbedderOption = "hashing",
+    embedder: EmbedderOption = "hybrid",
     param: Annotated[
         str | None,
         typer.Option(

@@ -31,9 +31,14 @@ One frozen tree, `MemoryKernelConfig`, with six sections. Build it in code
 fields you leave out keep their defaults, unknown fields and out-of-range values raise
 `ConfigError`. `memory-kernel config` prints the full tree as JSON, `--file F` validates F.
 
-**Thresholds belong to one embedder.** The similarity thresholds below were measured with the
-default `HashingEmbedder` on the development data; another embedder spreads cosines
-differently, so re-measure them with `memory-kernel tune` (see [tuning.md](tuning.md)).
+**Thresholds belong to one embedder.** The defaults are for the default embedder,
+`HybridEmbedder()` (`hybrid-v1-512`): the four "same thing" cosines
+(`brain.dedup_cosine`, `heart.episode_dedup_similarity`, `consolidation.merge_similarity`,
+`consolidation.contradiction_similarity`) were set for it, the others were measured with
+the `HashingEmbedder` on the development data and checked with the hybrid by every
+quality suite. Another embedder spreads cosines
+differently, so re-measure them with `memory-kernel tune` (see [tuning.md](tuning.md),
+"Thresholds per embedder", which also gives the `HashingEmbedder`'s values).
 "Seed" marks a value taken from the original design notes.
 """
 

@@ -85,8 +85,10 @@ class EmbedderMismatchError(EmbedderError):
         self.given_dim = given_dim
         super().__init__(
             f"this store was built with embedder {stored_name!r} (dim {stored_dim}) but "
-            f"{given_name!r} (dim {given_dim}) was given; open it with the same embedder or "
-            "follow the embedder-change procedure in docs/reliability.md"
+            f"{given_name!r} (dim {given_dim}) was given; open it with the same embedder "
+            "(a store built before the default became hybrid-v1-512: "
+            "embedder=HashingEmbedder()) or follow the embedder-change procedure in "
+            "docs/reliability.md"
         )
 
 

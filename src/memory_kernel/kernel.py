@@ -14,7 +14,7 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.consolidation import Consolidator, EmbeddingWorker
 from memory_kernel.consolidation.phases import ProgressCallback
 from memory_kernel.context.engine import ContextEngine
-from memory_kernel.embeddings import HashingEmbedder
+from memory_kernel.embeddings import default_embedder
 from memory_kernel.errors import ConfigError
 from memory_kernel.heart import Heart
 from memory_kernel.heart.episodes.sweeper import EpisodeSweeper
@@ -290,7 +290,7 @@ async def _open(
     summariser: EpisodeSummariser | None,
 ) -> MemoryKernel:
     config = config or MemoryKernelConfig()
-    embedder = embedder or HashingEmbedder()
+    embedder = embedder or default_embedder()
     clock = clock or SystemClock()
     _check_plugins(embedder=embedder, judge=judge, extractor=extractor, summariser=summariser)
     now = CheckedClock(clock).now()  # a broken clock fails here, before any server starts

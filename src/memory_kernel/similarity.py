@@ -14,6 +14,7 @@ __all__ = [
     "cosine",
     "has_words",
     "normalise_subject",
+    "other_numbers",
     "space_pieces",
     "text_overlap",
     "word_overlap",
@@ -23,6 +24,7 @@ __all__ = [
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _NON_SPACE = re.compile(r"\S+")
 _SPACE = re.compile(r"\s")
 #: Characters per piece of :func:`space_pieces`.
@@ -32,6 +34,15 @@ SPACE_PIECE_CHARS = 16 * 1024
 def words(text: str) -> set[str]:
     """The set of lowercase word tokens of ``text``."""
     return set(_WORD.findall(text.lower()))
+
+
+def other_numbers(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` each name numbers, and not the same ones: "migrate shard 12" /
+    "migrate shard 13", "set replicas to 4" / "set replicas to 8" are two things however
+    close their vectors lie (a semantic vector barely tells 12 from 13). One side without a
+    number may be the other said loosely ("deploy the fix" / "deploy fix 2")."""
+    na, nb = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
+    return bool(na and nb) and na != nb
 
 
 def has_words(text: str) -> bool:

@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from memory_kernel.embeddings import HashingEmbedder
+from memory_kernel.embeddings import HashingEmbedder, default_embedder
 from memory_kernel.errors import JudgeError
 from memory_kernel.judges.base import AdmissionRequest
 from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
+from memory_kernel.protocols import Embedder
 from memory_kernel.vectors import FloatMatrix
 
 __all__ = ["FakeEmbedder", "FakeExtractor", "FrozenClock", "ScriptedJudge"]
@@ -44,14 +45,15 @@ class FrozenClock:
 
 
 class FakeEmbedder:
-    """A hashing embedder that can be made to fail, hang or count its calls.
+    """The default embedder (or, given ``dim``, a hashing one of that size) that can be made
+    to fail, hang or count its calls.
 
     ``fail`` makes every call raise; ``delay_s`` makes calls sleep first (to exercise
     timeouts); ``calls`` counts calls and ``texts_seen`` counts texts.
     """
 
-    def __init__(self, dim: int = 384, *, name: str | None = None) -> None:
-        self._inner = HashingEmbedder(dim=dim)
+    def __init__(self, dim: int | None = None, *, name: str | None = None) -> None:
+        self._inner: Embedder = default_embedder() if dim is None else HashingEmbedder(dim=dim)
         self._name = name or self._inner.name
         self.fail: BaseException | None = None
         self.delay_s = 0.0

@@ -75,3 +75,16 @@ def test_zero_threshold_edges() -> None:
     assert not find_duplicate(
         A, vec, recent, cosine_threshold=0.85, containment_threshold=0.8
     ).duplicate
+
+
+def test_a_decision_naming_other_numbers_is_never_a_duplicate() -> None:
+    four = "Scale the checkout workers to 4 replicas for the sale."
+    eight = "Scale the checkout workers to 8 replicas for the sale."
+    vectors = EMB.embed_sync([four, eight])
+    assert float(vectors[0] @ vectors[1]) > 0.6  # close vectors: only the number differs
+    recent = _recent(four)
+    for vector in (vectors[1], None):  # by cosine, and by keyword containment
+        verdict = find_duplicate(
+            eight, vector, recent, cosine_threshold=0.6, containment_threshold=0.6
+        )
+        assert not verdict.duplicate

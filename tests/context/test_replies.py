@@ -117,9 +117,10 @@ async def test_a_turn_told_on_a_better_line_is_not_shown_again(
     asked = await ask_later(
         kernel, agent, "How did the kids feel at the military memorial?", after=timedelta(days=1)
     )
-    # Both turns are recalled, and the better one's line tells the other (the question
-    # with its answer, or the statement with the question and its answer): once each.
-    for said in ("took the kids to the military memorial", question, "Awestruck and humbled"):
+    # Both turns are recalled, and the better line tells the other (the question with its
+    # answer, the statement with the question and its answer, or the episode): once each.
+    asked_back = "How did the kids react at the military memorial?"
+    for said in ("took the kids to the military memorial", asked_back, "Awestruck and humbled"):
         assert asked.count(said) == 1, asked
 
 

@@ -1,5 +1,6 @@
 """``memory-kernel eval``: every suite runs from the command line on a small synthetic file,
-prints its summary, writes parseable JSON, and gives the same JSON twice (hashing)."""
+prints its summary, writes parseable JSON, and gives the same JSON twice (the default
+embedder, ``hybrid-v1-512``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memory_kernel.cli import app
+from memory_kernel.embeddings import HYBRID_NAME
 
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("eval_dsn")
@@ -22,7 +24,7 @@ def _eval(suite: str, data: Path, out: Path, *extra: str) -> dict[str, Any]:
     assert f"{suite}:" in result.output  # the summary line
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     assert report["suite"] == suite
-    assert report["embedder"].startswith("hashing")
+    assert report["embedder"] == HYBRID_NAME  # the default embedder
     assert report["elapsed_s"] >= 0
     assert set(report["verdicts"]) == set(report["targets"])
     return report
@@ -85,7 +87,7 @@ def test_locomo_with_plot(locomo_json: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("suite", ["dedup", "locomo"])
-def test_same_json_twice_with_the_hashing_embedder(
+def test_same_json_twice_with_the_default_embedder(
     suite: str, dedup_pairs: Path, locomo_json: Path, tmp_path: Path
 ) -> None:
     data = dedup_pairs if suite == "dedup" else locomo_json

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from memory_kernel import EstimatingTokenCounter, HashingEmbedder
 from memory_kernel.cli import app
+from memory_kernel.embeddings import HYBRID_NAME
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval.answers import ContextText, date_mentions, normalise
 from memory_kernel.eval.dialogues import (
@@ -321,7 +322,7 @@ def test_end_to_end_through_the_hooks(authored: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "conversations:" in result.output and "ours vs naive by question type" in result.output
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert report["suite"] == "conversations" and report["embedder"].startswith("hashing")
+    assert report["suite"] == "conversations" and report["embedder"] == HYBRID_NAME
     metrics = report["metrics"]
     assert metrics["conversations"] == 1 and metrics["questions"] == 4
     assert metrics["turns_replayed"] == 8 and metrics["exchanges"] == 4

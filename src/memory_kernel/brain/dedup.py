@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memory_kernel.models.decisions import DedupMethod, DedupVerdict
-from memory_kernel.similarity import cosine, words
+from memory_kernel.similarity import cosine, other_numbers, words
 
 if TYPE_CHECKING:
     from memory_kernel.runtime import Vector
@@ -142,9 +142,12 @@ def find_duplicate(
     cosine_threshold: float,
     containment_threshold: float,
 ) -> DedupVerdict:
-    """The most similar recent decision at or above its threshold, if any."""
+    """The most similar recent decision at or above its threshold, if any; never one that
+    names other numbers ("set replicas to 4" / "set replicas to 8")."""
     best = DedupVerdict(duplicate=False)
     for other in recent:
+        if other_numbers(description, other.description):
+            continue
         if vector is not None and other.embedding is not None:
             score, method, threshold = (
                 cosine(vector, other.embedding),

@@ -2,8 +2,9 @@
 
 Every threshold lives here with its default and the reason for it, in the field's
 ``description``: ``memory-kernel config --markdown`` renders them as docs/configuration.md
-(a test keeps the two equal). Thresholds belong to one embedder: they were measured with the
-default ``HashingEmbedder`` on the development data (``memory-kernel eval`` / ``tune``, see
+(a test keeps the two equal). Thresholds belong to one embedder: the defaults are for the
+default ``HybridEmbedder`` (its "same thing" cosines set for it, the others measured with
+the ``HashingEmbedder`` and checked with the hybrid by ``memory-kernel eval``; see
 docs/tuning.md).
 """
 

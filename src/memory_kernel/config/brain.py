@@ -21,12 +21,14 @@ class BrainConfig(Frozen):
         ),
     )
     dedup_cosine: float = Field(
-        default=0.85,
+        default=0.88,
         ge=0.0,
         le=1.0,
         description=(
-            "Cosine above which a decision duplicates one of the session's recent decisions "
-            "(the seed's 0.85)."
+            "Cosine above which a decision duplicates one of the session's recent decisions. "
+            "The default embedder (hybrid-v1-512) reaches at 0.88 the paraphrase precision "
+            "the seed's 0.85 had with the HashingEmbedder (STS-B, MRPC dev; docs/tuning.md); "
+            "0.85 with the HashingEmbedder."
         ),
     )
     dedup_containment: float = Field(

@@ -78,13 +78,14 @@ class HeartConfig(Frozen):
         ),
     )
     episode_dedup_similarity: float = Field(
-        default=0.85,
+        default=0.88,
         ge=0.0,
         le=1.0,
         description=(
             "Embedding side of episode start dedup (catches rewordings that word overlap "
-            "misses). HashingEmbedder: cosine > 0.85 is a paraphrase 94% of the time on MRPC "
-            "dev; re-tune for another embedder (docs/tuning.md)."
+            "misses). Default embedder (hybrid-v1-512): a cosine above 0.88 is a paraphrase "
+            "94% of the time on MRPC dev (HashingEmbedder: 0.85, 98%); re-tune for another "
+            "embedder (docs/tuning.md)."
         ),
     )
     episode_dedup_scan: int = Field(

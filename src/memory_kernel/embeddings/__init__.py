@@ -1,5 +1,6 @@
-"""Embedders: the numpy-only default (lexical), static token vectors and the hybrid of the
-two, a local sentence-transformers model, an HTTP API.
+"""Embedders: the default (``default_embedder``: the hybrid of a lexical hashing vector and
+static token vectors, numpy only), each half alone, a local sentence-transformers model, an
+HTTP API.
 
 Every embedder is used through ``embed_checked``, which turns its failures into
 ``EmbedderError`` and rejects malformed vectors with ``InvalidVectorError``. The optional
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from memory_kernel.embeddings.hashing import HashingEmbedder
 from memory_kernel.embeddings.http import OpenAICompatibleEmbedder
-from memory_kernel.embeddings.hybrid import HYBRID_NAME, HybridEmbedder
+from memory_kernel.embeddings.hybrid import HYBRID_NAME, HybridEmbedder, default_embedder
 from memory_kernel.embeddings.sentence_transformers import SentenceTransformerEmbedder
 from memory_kernel.embeddings.static import StaticEmbedder
 from memory_kernel.embeddings.validation import embed_checked, validate_vectors
@@ -22,6 +23,7 @@ __all__ = [
     "OpenAICompatibleEmbedder",
     "SentenceTransformerEmbedder",
     "StaticEmbedder",
+    "default_embedder",
     "embed_checked",
     "validate_vectors",
 ]

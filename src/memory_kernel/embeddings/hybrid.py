@@ -22,7 +22,7 @@ from memory_kernel.errors import ConfigError
 from memory_kernel.protocols import Embedder
 from memory_kernel.vectors import FloatMatrix
 
-__all__ = ["HYBRID_NAME", "HybridEmbedder"]
+__all__ = ["HYBRID_NAME", "HybridEmbedder", "default_embedder"]
 
 #: The name of the packaged pair (hashing 384 + static 128, equal shares): its vectors,
 #: fact scorer weights and stored rows belong to this name.
@@ -85,3 +85,9 @@ class HybridEmbedder:
 
     def __repr__(self) -> str:
         return f"HybridEmbedder(name={self._name!r}, dim={self.dim})"
+
+
+def default_embedder() -> HybridEmbedder:
+    """The embedder a kernel opens with when none is given: the packaged hybrid
+    (:data:`HYBRID_NAME`), whose thresholds and fact scorer weights are the defaults."""
+    return HybridEmbedder()

@@ -18,7 +18,7 @@ from memory_kernel.protocols import Embedder
 __all__ = ["EMBEDDER_HELP", "close_embedder", "embedder_from_name", "openai_endpoint"]
 
 EMBEDDER_HELP = (
-    "hashing (default), hybrid (hashing + static, no torch), hybrid:<another name> (hashing "
+    "hybrid (default: hashing + static, no torch), hashing, hybrid:<another name> (hashing "
     "+ that one), static (static token vectors of all-MiniLM-L6-v2), static:<model2vec dir>, "
     "st (offline all-MiniLM-L6-v2), "
     "st:<model or path>, or "
@@ -52,8 +52,8 @@ def _openai(name: str) -> Embedder:
 
 
 def embedder_from_name(name: str) -> Embedder:
-    """``hashing`` (default), ``hybrid``, ``hybrid:<name>`` (hashing beside the embedder
-    ``name`` gives), ``static``, ``static:<model2vec directory>``,
+    """``hybrid`` (the default embedder), ``hashing``, ``hybrid:<name>`` (hashing beside the
+    embedder ``name`` gives), ``static``, ``static:<model2vec directory>``,
     ``st`` (the offline all-MiniLM-L6-v2 package),
     ``st:<model name or local path>`` or ``openai:<model>@<base_url>[#<dim>]``."""
     if name == "hashing":

@@ -21,7 +21,7 @@ from memory_kernel.judges.rules import AdmissionRules, OutcomeClass, classify_ou
 from memory_kernel.judges.rules import decide_admission as rule_verdict
 from memory_kernel.models.enums import AdmissionStatus, DecidedBy, EpisodeStatus, EventKind
 from memory_kernel.models.episodes import AdmissionDecision, Episode, EpisodeEndInput, EpisodeInput
-from memory_kernel.similarity import word_overlap, words
+from memory_kernel.similarity import other_numbers, word_overlap, words
 
 __all__ = [
     "AUTOMATIC_OUTCOMES",
@@ -128,9 +128,11 @@ def find_duplicate(
     """The best ongoing episode ``summary`` duplicates, or ``None``.
 
     A duplicate has word overlap above ``overlap_threshold`` (the seed's 70%) or embedding
-    similarity above ``similarity_threshold``. Empty summaries never match: "no words"
-    says nothing about being the same episode. Among matches the highest score wins; ties
-    go to the earliest in ``recent`` (callers pass the newest first).
+    similarity above ``similarity_threshold``, and names no other number
+    (``similarity.other_numbers``: "migrate shard 12" is not "migrate shard 13"). Empty
+    summaries never match: "no words" says nothing about being the same episode. Among
+    matches the highest score wins; ties go to the earliest in ``recent`` (callers pass the
+    newest first).
     """
     if not summary.strip():
         return None
@@ -138,7 +140,7 @@ def find_duplicate(
     best_score = -1.0
     mine = words(summary)
     for episode in recent:
-        if not episode.summary.strip():
+        if not episode.summary.strip() or other_numbers(summary, episode.summary):
             continue
         overlap = word_overlap(mine, words(episode.summary))
         sim = episode.similarity
