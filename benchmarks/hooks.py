@@ -3,6 +3,7 @@
     python benchmarks/hooks.py                      # 10k decisions, 300 measured turns
     python benchmarks/hooks.py --decisions 50000 --turns 1000
     python benchmarks/hooks.py --dsn postgresql://… # your server instead of the embedded one
+    python benchmarks/hooks.py --embedder hashing    # the lexical half alone (the old default)
 
 What it measures, in one run on the same data:
 - ``memory-kernel``: ``kernel.pre_turn`` then ``kernel.post_turn`` for a deliberating turn
@@ -42,7 +43,6 @@ from memory_kernel.storage.partitions import rebalance
 from memory_kernel.storage.tables import decisions
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 
-DIM = 384
 AGENT = "bench-agent"
 console = Console()
 
@@ -62,7 +62,7 @@ async def seed(kernel: MemoryKernel, count: int, clock: FrozenClock) -> None:
     rng = np.random.default_rng(7)
     now = clock.now()
     for start in range(0, count, 1000):
-        vectors = rng.normal(size=(min(1000, count - start), DIM))
+        vectors = rng.normal(size=(min(1000, count - start), kernel.embedder.dim))
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         rows = []
         for n, vector in enumerate(vectors.astype(np.float32)):
@@ -209,14 +209,18 @@ async def measure(
 
 
 async def run(
-    count: int, turns: int, warmup: int, dsn: str | None
+    count: int, turns: int, warmup: int, dsn: str | None, embedder: str
 ) -> tuple[dict[str, list[float]], int]:
     schema = f"bench_hooks_{uuid.uuid4().hex[:8]}"
     config = MemoryKernelConfig.from_mapping({"storage": {"schema_name": schema}})
     clock = FrozenClock()
     with tempfile.TemporaryDirectory(prefix="mk-bench-") as tmp:
         async with MemoryKernel.open(
-            dsn, config=config, embedder=FakeEmbedder(DIM), clock=clock, data_dir=Path(tmp) / "pg"
+            dsn,
+            config=config,
+            clock=clock,
+            data_dir=Path(tmp) / "pg",
+            embedder=FakeEmbedder(384) if embedder == "hashing" else FakeEmbedder(),
         ) as kernel:
             started = time.perf_counter()
             await seed(kernel, count, clock)
@@ -237,8 +241,14 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=300, help="measured turns")
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--dsn", default=None, help="PostgreSQL URL (default: embedded)")
+    parser.add_argument(
+        "--embedder", choices=("default", "hashing"), default="default",
+        help="the default HybridEmbedder, or the HashingEmbedder alone",
+    )  # fmt: skip
     args = parser.parse_args()
-    times, recorded = asyncio.run(run(args.decisions, args.turns, args.warmup, args.dsn))
+    times, recorded = asyncio.run(
+        run(args.decisions, args.turns, args.warmup, args.dsn, args.embedder)
+    )
     table = Table(
         title=f"pre_turn + post_turn, {args.decisions:,} existing decisions, {args.turns} turns"
     )
