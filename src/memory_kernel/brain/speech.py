@@ -188,6 +188,9 @@ _PARTY = _words_re(
     r"you've", r"will", r"won't",
 )  # fmt: skip
 _CHOSEN_STEP = re.compile(r" to (?:" + _PROGRESS + r")(?![\w'])")
+# Before a choice verb, what leaves the choice open: an infinitive ("to pick", "help you
+# pick") is a choice still to be made.
+_OPEN_CHOICE = re.compile(r"(?:\bto|\bhelp (?:you|me|us)) $")
 _CLAUSE_BREAK = re.compile(r"[,;:—–(]|\band\b|\bbut\b")
 _LIST_LINE = re.compile(r"^\s*(?:[-*•·]|\d+[.)]|[a-z][.)])\s+")
 _CODE = re.compile(r"`[^`]+`")
@@ -257,11 +260,6 @@ def _lead(t: _Text, *patterns: re.Pattern[str]) -> float:
     return float(any(p.search(first) for p in patterns))
 
 
-# Before a choice verb, what leaves the choice open: an infinitive ("to pick", "help you
-# pick") is a choice still to be made.
-_OPEN_CHOICE = re.compile(r"(?:\bto|\bhelp (?:you|me|us)) $")
-
-
 def _speakers_choice(sentence: str, verbs: re.Pattern[str] = _CHOICE) -> bool:
     """Whether a choice verb in ``sentence`` is the speaker's: nobody else is named before it
     in its clause (its start, or a personal pronoun within three words before it). Choosing
@@ -279,16 +277,17 @@ def _speakers_choice(sentence: str, verbs: re.Pattern[str] = _CHOICE) -> bool:
 
 
 def _lead_choice(t: _Text) -> float:
-    """1 when the first sentence commits, chooses, contrasts or recommends before anything
-    puts it out of the speaker's present commitment: a condition, a possibility, a
-    generalisation, a hypothesis, a memory ("I remember we picked Kafka over RabbitMQ"; a
-    reason that quotes the listener after the choice, "…, since you said you'd rather…",
-    keeps it) or finding something out first ("Let me pull the numbers before we pick one"). A
-    choice verb counts only when the speaker chooses."""
+    """1 when the first sentence commits (:func:`_commits`)."""
     return float(bool(t.sentences) and _commits(t.sentences[0]))
 
 
 def _commits(sentence: str) -> bool:
+    """Whether ``sentence`` commits, chooses, contrasts or advises before anything puts it
+    out of the speaker's present commitment: a condition, a possibility, a generalisation, a
+    hypothesis, a memory ("I remember we picked Kafka over RabbitMQ"; a reason that quotes
+    the listener after the choice, "…, since you said you'd rather…", keeps it) or finding
+    something out first ("Let me pull the numbers before we pick one"). A choice or advice
+    verb counts only when the speaker chooses or advises."""
     held = [m.start() for p in (_UNCOMMITTED, _RECALL, _STEP_FIRST) if (m := p.search(sentence))]
     head = sentence[: min(held, default=len(sentence))]
     frames = (_COMMIT, _CONTRAST, _ADVICE_FRAME)
