@@ -1,5 +1,5 @@
 """Embedders: the default (``default_embedder``: the hybrid of a lexical hashing vector and
-static token vectors, numpy only), each half alone, a local sentence-transformers model, an
+static token vectors, no torch), each half alone, a local sentence-transformers model, an
 HTTP API.
 
 Every embedder is used through ``embed_checked``, which turns its failures into
