@@ -27,7 +27,7 @@ import time
 import uuid
 from pathlib import Path
 
-from hooks import AGENT, DIM, deliberating_turn, seed
+from hooks import AGENT, deliberating_turn, seed
 from machine import cpu_ns_per_step
 from rich.console import Console
 from rich.table import Table
@@ -75,7 +75,7 @@ async def _open(dsn: str | None, data_dir: Path, extractor: FakeExtractor | None
     )
     clock = FrozenClock()
     kernel = await MemoryKernel.open(
-        dsn, config=config, embedder=FakeEmbedder(DIM), clock=clock, data_dir=data_dir,
+        dsn, config=config, embedder=FakeEmbedder(), clock=clock, data_dir=data_dir,
         extractor=extractor,
     )  # fmt: skip
     return Side(kernel, clock)
