@@ -19,6 +19,7 @@ from memory_kernel.embeddings import (
 from memory_kernel.embeddings.static import PACKAGED_STATIC_MODEL
 from memory_kernel.errors import ConfigError
 from memory_kernel.heart.facts.scorers import load_scorers
+from memory_kernel.storage import reembed
 from tests.conftest import schema_config
 
 # The distilled table as scripts/distill_static_model.py writes it (deterministic: PCA by
@@ -167,3 +168,24 @@ def test_the_packaged_model_is_loaded_once_per_process() -> None:
     first, second = StaticEmbedder.packaged(), StaticEmbedder.packaged()
     assert first is not second
     assert first._model is second._model  # one table shared, not loaded twice
+
+
+async def test_a_store_on_the_old_default_moves_to_the_default_as_documented(
+    pg_dsn: str, drop_schema: str
+) -> None:
+    """docs/reliability.md: re-embed from a kernel on the HashingEmbedder, then open with no
+    embedder; the facts are found by their meaning, which hashing alone could not do."""
+    config = schema_config(drop_schema)
+    async with MemoryKernel.open(pg_dsn, config=config, embedder=HashingEmbedder()) as kernel:
+        for content in FACTS:
+            await kernel.heart.facts.learn(FactInput(agent_id="a1", content=content))
+        question, answer = next(iter(ASKED.items()))
+        before = await kernel.search_memory("a1", question, search_type="facts", limit=1)
+        report = await reembed.reembed(kernel.database, HybridEmbedder(), kernel.clock.now())
+    assert [hit.text for hit in before] != [answer]
+    assert report.embedder_name == HYBRID_NAME and report.embedded >= len(FACTS)
+    async with MemoryKernel.open(pg_dsn, config=config) as kernel:
+        assert (await kernel.info()).embedder_name == HYBRID_NAME
+        for question, answer in ASKED.items():
+            hits = await kernel.search_memory("a1", question, search_type="facts", limit=1)
+            assert [hit.text for hit in hits] == [answer], question
