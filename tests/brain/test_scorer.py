@@ -73,6 +73,12 @@ def _value(text: str, name: str) -> float:
         ("gerund_lead", "Dropping the cache layer.", "Nothing new on the cache layer."),
         ("gerund_lead", "Pinning numpy below 2.", "Waiting on numpy 2 wheels."),
         ("commitment", "Fine, we skip the dark mode toggle for v1.", "There we go!"),
+        # Comparing, measuring, verifying: the work in progress, as "Checking…" is.
+        (
+            "gerund_lead",
+            "Switching to the inland route.",
+            "Comparing the two routes: one is longer.",
+        ),
         # A choice after a report of the work.
         (
             "later_choice",
@@ -150,6 +156,9 @@ def test_features_fire_on_their_speech_act(name: str, fires: str, quiet: str) ->
         ),
         ("Here's my recommendation: Germany first.", "I'd normally recommend one here."),
         ("You picked the 14-inch laptop.", "Happy to help you pick a laptop!"),
+        # A possessive names the chooser only right before the choice ("your pick"); "your
+        # sister chose" is someone else's choice.
+        ("Your pick, then: the beach house.", "Noted that your sister chose the beach house."),
     ],
 )
 def test_the_lead_choice_is_the_speakers_and_committed(fires: str, quiet: str) -> None:

@@ -53,7 +53,8 @@ _PROGRESS = (
 )
 # "I'm checking…" reports what the agent is busy with; "I'm switching…" commits.
 _BUSY_VERBS = r"checking|looking|digging|working|investigating|trying|reviewing|reading|"
-_BUSY_VERBS += r"waiting|thinking|running|pulling|searching|testing"
+_BUSY_VERBS += r"waiting|thinking|running|pulling|searching|testing|comparing|measuring|"
+_BUSY_VERBS += r"benchmarking|verifying|confirming|gathering|collecting|fetching|asking"
 _BUSY = r"going\b|" + _BUSY_VERBS + r"|still"
 # Base forms of verbs that direct or choose: the imperative ("Use UUIDv7…", "Get the
 # 14-inch.") and its first-person plural ("we skip the toggle for v1").
@@ -178,8 +179,8 @@ _STEP_FIRST = _words_re(r"(?:let me|i'll|i will|i'm going to|i'm gonna) (?:" + _
 # The chooser of a choice verb, when it is named: the speaker, the listener or an imperative
 # chooses for the conversation; "the authors chose BM25" reports someone else's choice.
 _PERSONAL = re.compile(
-    r"(?:^|[^\w'])(?:i|we|you|let's|i'm|we're|you're|i've|we've|you've|i'd|we'd|you'd|"
-    r"i'll|we'll|you'll|my|our|your)(?:\s+\S+){0,3}$"
+    r"(?:^|[^\w'])(?:(?:i|we|you|let's|i'm|we're|you're|i've|we've|you've|i'd|we'd|you'd|"
+    r"i'll|we'll|you'll)(?:\s+\S+){0,3}|(?:my|our|your)\s+\S+)$"
 )
 # A party of the conversation, or a course set for the future, in a sentence.
 _PARTY = _words_re(
