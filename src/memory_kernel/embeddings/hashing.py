@@ -23,7 +23,7 @@ import numpy.typing as npt
 from memory_kernel.similarity import space_pieces
 from memory_kernel.vectors import FloatMatrix
 
-__all__ = ["HashingEmbedder"]
+__all__ = ["HashingEmbedder", "off_the_loop"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
@@ -52,6 +52,15 @@ _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # several times more per character (each new word's features are hashed once, then cached).
 _THREAD_THRESHOLD = 256
 _THREAD_CHARS = 16 * 1024
+
+
+def off_the_loop(texts: Sequence[str]) -> bool:
+    """Whether embedding ``texts`` is work to move off the event loop (every CPU-bound
+    embedder here asks this): more than ``_THREAD_THRESHOLD`` texts or ``_THREAD_CHARS``
+    characters in all."""
+    return len(texts) > _THREAD_THRESHOLD or sum(map(len, texts)) > _THREAD_CHARS
+
+
 # Characters tokenised per native call in a long text (see ``_counts``).
 _PIECE_CHARS = 16 * 1024
 # Texts embedded per bincount: bounds the temporary dense block to _BLOCK * dim floats.
@@ -169,7 +178,7 @@ class HashingEmbedder:
         return self._dim
 
     async def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        if len(texts) > _THREAD_THRESHOLD or sum(map(len, texts)) > _THREAD_CHARS:
+        if off_the_loop(texts):
             return await asyncio.to_thread(self.embed_sync, texts)
         return self.embed_sync(texts)
 

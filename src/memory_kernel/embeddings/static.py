@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from memory_kernel.embeddings.hashing import off_the_loop
 from memory_kernel.errors import ConfigError, EmbedderError
 from memory_kernel.vectors import FloatMatrix
 
@@ -29,10 +30,6 @@ __all__ = ["PACKAGED_STATIC_MODEL", "StaticEmbedder"]
 #: The model the package ships, distilled from all-MiniLM-L6-v2 (its licence beside it).
 PACKAGED_STATIC_MODEL = Path(__file__).parent / "data" / "minilm-static-128"
 _PACKAGED_NAME = "static:minilm-l6-v2-128"
-# Above this many texts, or characters in all, encoding leaves the event loop, as the
-# hashing embedder's does: a large batch must not stall the other coroutines.
-_THREAD_THRESHOLD = 256
-_THREAD_CHARS = 16 * 1024
 
 
 class StaticEmbedder:
@@ -72,7 +69,7 @@ class StaticEmbedder:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         batch = list(texts)
-        if len(batch) > _THREAD_THRESHOLD or sum(map(len, batch)) > _THREAD_CHARS:
+        if off_the_loop(batch):  # a large batch must not stall the other coroutines
             return await asyncio.to_thread(self._encode, batch)
         return self._encode(batch)
 

@@ -129,15 +129,15 @@ def _evaluated(words: list[str]) -> bool:
     return False
 
 
-def _universal(words: list[str], original: str, content: list[str]) -> bool:
-    """A short generic statement about a category, with nothing specific in it."""
+def _universal(words: list[str], original: str, content: list[str], named: bool) -> bool:
+    """A short generic statement about a category, with nothing specific in it (``named``:
+    it opens with a name, which only a definition shape makes generic)."""
     if len(content) > 5 or not words or _personal(words) or _anchored(words, original):
         return False
     subject = words[0]
     if subject in ("the", "this", "that", "these", "those", "our", "their", "his", "her"):
         return False
     lowered = " ".join(words)
-    named = admission_features(original)["named_subject"] > 0
     return subject in _GENERIC_SUBJECTS or bool(
         (NAME_DEFINED if named else _DEFINITIONAL).match(lowered)
     )
@@ -187,12 +187,12 @@ def admit_fact(
     generic = not anchored and not _personal(words)
     if generic and len(content_words) <= 4 and _evaluated(words):
         return reject(AdmissionReason.PLATITUDE)
-    if _universal(words, content, content_words):
+    features = admission_features(content)
+    if _universal(words, content, content_words, features["named_subject"] > 0):
         return reject(AdmissionReason.UNIVERSAL)
     if is_question(content):
         return reject(AdmissionReason.QUESTION)
     model = scorer or admission_scorer()
-    features = admission_features(content)
     if model.probability([features[name] for name in model.features]) < model.threshold("admit"):
         return reject(_learned_reason(features))
     return FactAdmission(admitted=True, reason=AdmissionReason.SPECIFIC)
