@@ -224,6 +224,18 @@ def test_a_day_or_now_marks_an_event_or_the_value_that_holds(text: str) -> None:
     assert admit_fact(text).admitted
 
 
+@pytest.mark.parametrize(
+    "text", ["It's important to back up your data.", "That's the plan.", "She's a dentist.",
+             "Let's ship it on Friday."],
+)  # fmt: skip
+def test_a_contraction_of_a_pronoun_is_no_name(text: str) -> None:
+    """ "Priya's" opens with a name; "It's", "That's", "She's" and "Let's" do not (every
+    contraction was read as a possessive name), nor with a bare noun."""
+    features = admission_features(text)
+    assert features["named_subject"] == 0.0 and features["bare_subject"] == 0.0
+    assert admission_features("Priya's flight lands at 6:40 pm.")["named_subject"] == 1.0
+
+
 def test_an_interjection_is_no_name() -> None:
     assert admission_features("Mateo, my nephew, starts school in May.")["named_subject"] == 1.0
     assert admission_features("Sorry, I lost the thread there.")["named_subject"] == 0.0

@@ -132,6 +132,8 @@ CHATTER = _set(
 )
 # An interjection opens a sentence capitalised and followed by a comma, like a name in
 # apposition ("Ugh, …", "Sorry, …" against "Mateo, …").
+# What opens a contraction rather than a possessive name ("it's", "let's" / "Priya's").
+_CONTRACTED = FUNCTION_WORDS | {"let"}
 _NOT_NAMES = _INDEFINITE | TRANSIENT | _EVALUATIVE | SMALL_TALK | CHATTER | _set("user earlier")
 
 
@@ -190,6 +192,7 @@ def admission_features(text: str) -> dict[str, float]:
     named = capitalised and _opens_with_a_name(first, words[1:3], text)
     bare = (
         first not in FUNCTION_WORDS
+        and first.split("'")[0] not in _CONTRACTED
         and first not in _DETERMINERS
         and not named
         and not (value_of(first) is not None or user_subject)
@@ -240,6 +243,8 @@ def _opens_with_a_name(first: str, after: list[str], text: str) -> bool:
     ("Sellers agreed", "Cats are") unless its verb is singular ("Marcus hates", "Jess is")."""
     if len(first) < 3 or first in _NOT_NAMES or value_of(first) is not None:
         return False
+    if "'" in first and first.split("'")[0] in _CONTRACTED:
+        return False  # "It's", "That's", "She's", "Let's": a pronoun's contraction, no name
     if _COMMON_NOUN.search(first.split("'")[0]):
         return False
     if "," in text.split()[0] or "'" in first:
