@@ -17,6 +17,7 @@ from memory_kernel.heart.facts.query_slot import (
     query_view,
 )
 from memory_kernel.heart.facts.read_resolution import (
+    SEARCH_POOL,
     QueryContext,
     SlotJudge,
     kind_crowd,
@@ -277,6 +278,46 @@ async def test_search_finds_a_newer_value_recalled_below_the_top_k_that_names_th
     if old in ids:
         assert ids.index(old) == ids.index(new) + 1
         assert hits[ids.index(old)].newer_value == new
+
+
+_READERS = """Ana Ben Chloe Dev Eli Farah Gus Hana Ivo Jun Kemi Lars Mira Noor Omar Pia Quinn Ravi
+Sol Tess"""
+_PAPERS = """lease contract menu manual brochure syllabus agenda handbook invoice itinerary recipe
+report memo guide chart schedule map poster label ticket"""
+
+
+async def test_search_finds_a_newer_value_beside_the_older_one_the_query_does_not_recall(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    """The newer value shares no word or name with the query: more facts than a search
+    reads rank above it. It lies beside the older value, which finds it (its successor)."""
+    agent, query = "read-beside", "how many books have I read this year"
+    # Each nearer the query than the newer value, further than the older one.
+    others = [
+        f"{n} read the {p} twice." for n, p in zip(_READERS.split(), _PAPERS.split(), strict=True)
+    ]
+    assert len(others) == SEARCH_POOL  # with the older fact, more than a search reads
+    old, *_, new = await _learn_all(kernel, clock, agent, [
+        "I'm at 9 books for the year.", *others,
+        "Finished Piranesi on the train home, which puts my yearly total at 12.",
+    ])  # fmt: skip
+    found = await kernel.heart.facts.search(agent, query, k=50)
+    ranked = [h.fact.id for h in sorted(found, key=lambda h: -h.similarity)]
+    assert ranked.index(new) > SEARCH_POOL  # a search for k=2 reads SEARCH_POOL facts
+    hits = await kernel.heart.facts.search(agent, query, k=2)
+    assert [(h.fact.id, h.newer_value) for h in hits] == [(new, None), (old, new)]
+
+
+async def test_a_successor_that_replaces_nothing_is_not_shown(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    agent, query = "read-beside-not", "how many books have I read this year"
+    top, old, _ = await _learn_all(kernel, clock, agent, [
+        "Many people have read the report this week.", "I'm at 9 books for the year.",
+        "The library wants the books back by Friday.",  # nearest the older fact, no count
+    ])  # fmt: skip
+    hits = await kernel.heart.facts.search(agent, query, k=2)
+    assert [(h.fact.id, h.newer_value) for h in hits] == [(top, None), (old, None)]
 
 
 async def test_a_fact_below_the_top_k_sharing_only_a_word_dates_nothing(

@@ -24,6 +24,16 @@ identifier in common, "Biscuit weighs 31 pounds" / "Vet visit today - Biscuit wa
 lbs"); a word in common is not enough that far down, where facts about other things that
 share one ("bedtime", "team", "house") outnumber the values that replace.
 
+Some newer values share nothing with the query at all ("how many books have I read this
+year": "Finished Piranesi on the train home, which puts my yearly total at 12."), yet lie
+next to the value they replace ("I'm at 9 books for the year"). So a search also looks
+beside each of its first :data:`SUCCESSOR_SOURCES` hits for the
+:data:`SUCCESSORS_EACH` facts learned after it that are nearest to *it* (its
+**successors**) that the query did not recall; a successor takes part with that hit only,
+and is shown only where it replaces it. (A fact the query recalled below the first ``k``
+keeps the rule above: taken as a successor too, it let three more strangers date an older
+fact on the sealed sets.)
+
 A tie by the asked kind of value alone (:func:`tied_by_kind_only`) says only that the newer
 fact gives a value of that kind; where two or more recalled facts could replace an older
 one so (:func:`kind_crowd`), nothing tells which, and none does.
@@ -64,6 +74,8 @@ from memory_kernel.vectors import Vector
 
 __all__ = [
     "SEARCH_POOL",
+    "SUCCESSORS_EACH",
+    "SUCCESSOR_SOURCES",
     "QueryContext",
     "SlotJudge",
     "kind_crowd",
@@ -79,6 +91,9 @@ __all__ = [
 
 #: Facts a search reads and judges, at least, whatever it returns.
 SEARCH_POOL = MAX_COMPARED
+#: The first hits a search looks beside for newer facts, and how many it takes of each.
+SUCCESSOR_SOURCES = 3
+SUCCESSORS_EACH = 2
 
 
 class QueryContext:
@@ -216,15 +231,25 @@ def read_judge(
 
 
 def newest_hits(
-    hits: Sequence[FactSearchHit], *, k: int, judge: SlotJudge, vectors: Mapping[uuid.UUID, Vector]
-) -> list[FactSearchHit]:
+    hits: Sequence[FactSearchHit], *, k: int, judge: SlotJudge,
+    vectors: Mapping[uuid.UUID, Vector],
+    successors: Mapping[uuid.UUID, Sequence[FactSearchHit]] | None = None,
+) -> list[FactSearchHit]:  # fmt: skip
     """The first ``k`` of ``hits`` (best first) with two current values of one slot
     resolved: the newer one first, the older one marked with it (``recency``). A hit below
-    the first ``k`` takes part only with an older fact it names alike."""
+    the first ``k`` takes part only with an older fact it names alike; a successor (``{hit
+    id: facts learned after it, nearest to it}``, none of ``hits``) only with its hit, and
+    is shown only where it replaces it."""
     shown = {h.fact.id for h in hits[:k]}
+    successors = successors or {}
+    source_of = {s.fact.id: hit for hit, found in successors.items() for s in found}
+    listed = [x for h in hits for x in (h, *successors.get(h.fact.id, ()))]
 
     def updates(old: FactSearchHit, new: FactSearchHit) -> bool:
-        if not (old.fact.id in shown and new.fact.id in shown) and not named_alike(
+        if new.fact.id in source_of or old.fact.id in source_of:
+            if source_of.get(new.fact.id) != old.fact.id:
+                return False
+        elif not (old.fact.id in shown and new.fact.id in shown) and not named_alike(
             statement(old.fact.content), statement(new.fact.content)
         ):
             return False
@@ -233,13 +258,15 @@ def newest_hits(
         return judge(old.fact.content, new.fact.content, cosine)
 
     ordered, replaced_by = newest_first(
-        hits, key=lambda h: h.fact.id,
+        listed, key=lambda h: h.fact.id,
         newer=lambda a, b: (a.fact.valid_from, a.fact.created_at)
         > (b.fact.valid_from, b.fact.created_at),
         updates=updates,
     )  # fmt: skip
+    replacing = set(replaced_by.values())
     return [
         h.model_copy(update={"newer_value": replaced_by[h.fact.id]})
         if h.fact.id in replaced_by else h
-        for h in ordered[:k]
-    ]  # fmt: skip
+        for h in ordered
+        if h.fact.id not in source_of or h.fact.id in replacing
+    ][:k]  # fmt: skip

@@ -34,6 +34,8 @@ from memory_kernel.heart.facts.policy import (
 )
 from memory_kernel.heart.facts.read_resolution import (
     SEARCH_POOL,
+    SUCCESSOR_SOURCES,
+    SUCCESSORS_EACH,
     SlotJudge,
     newest_hits,
     read_judge,
@@ -344,12 +346,26 @@ class FactService:
         ]  # fmt: skip
         hits.sort(key=lambda h: -h.similarity)
         hits = hits[:pool]
+        successors: dict[uuid.UUID, list[FactSearchHit]] = {}
+        if vector is not None:  # read_resolution: newer values beside the first hits
+            sources = [(h.fact, vectors[h.fact.id]) for h in hits[: min(k, SUCCESSOR_SOURCES)]
+                       if h.fact.id in vectors]  # fmt: skip
+            async with self._rt.db.connection() as conn:
+                near = await store.successors(
+                    conn, agent_id, sources, recalled={h.fact.id for h in hits},
+                    k=SUCCESSORS_EACH, min_confidence=min_confidence,
+                )  # fmt: skip
+            for source, beside in near.items():
+                vectors.update((f.id, v) for f, v in beside)
+                successors[source] = [FactSearchHit(fact=f, similarity=float(np.dot(v, vector)),
+                                                    matched_by=FactMatch.VECTOR)
+                                      for f, v in beside]  # fmt: skip
         judge = self.slot_judge(query, {  # every recalled fact: 0 where a vector is missing
             h.fact.content: 0.0 if vector is None or h.fact.id not in vectors
             else float(np.dot(vectors[h.fact.id], vector))
-            for h in hits
+            for h in [*hits, *(s for found in successors.values() for s in found)]
         })  # fmt: skip
-        return newest_hits(hits, k=k, judge=judge, vectors=vectors)
+        return newest_hits(hits, k=k, judge=judge, vectors=vectors, successors=successors)
 
     def slot_judge(self, query: str, cosines: Mapping[str, float]) -> SlotJudge:
         """Whether a newer recalled fact gives an older one's slot a new value, for the facts

@@ -21,6 +21,8 @@ from typing import Any
 from pgvector import Vector as PgVector
 from sqlalchemy import (
     ColumnElement,
+    DateTime,
+    Float,
     Row,
     Text,
     TextClause,
@@ -39,7 +41,7 @@ from memory_kernel.heart.facts.policy import row_fact
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import Fact
 from memory_kernel.storage import locks
-from memory_kernel.storage.search import knn_sql
+from memory_kernel.storage.search import knn_sql, nearest
 from memory_kernel.storage.tables import episodes, facts
 from memory_kernel.storage.vector import as_array
 from memory_kernel.vectors import Vector
@@ -59,6 +61,7 @@ __all__ = [
     "read_candidates",
     "read_statement",
     "still_pending",
+    "successors",
     "text_search",
     "to_fact",
     "vector_of",
@@ -294,3 +297,31 @@ async def text_search(
     ]
     stmt = select(*FACT_COLUMNS, rank).where(*where).order_by(rank.desc()).limit(k)
     return [to_fact(row) for row in await conn.execute(stmt)]
+
+
+# One object, so the statement is built once (``storage.search.knn_statement``).
+_LEARNED_AFTER = (
+    facts.c.confidence >= bindparam("min_confidence", type_=Float),
+    facts.c.created_at > bindparam("after", type_=DateTime(timezone=True)),
+)
+
+
+async def successors(
+    conn: AsyncConnection, agent_id: str, sources: Sequence[tuple[Fact, Vector]], *,
+    recalled: set[uuid.UUID], k: int, min_confidence: float,
+) -> dict[uuid.UUID, list[tuple[Fact, Vector]]]:  # fmt: skip
+    """For each source fact (with its vector), those of the ``k`` current facts learned after
+    it and nearest to it that are not ``recalled`` (nor another source's), with vectors."""
+    seen = set(recalled)
+    found: dict[uuid.UUID, list[tuple[Fact, Vector]]] = {}
+    for fact, vector in sources:
+        rows = await nearest(
+            conn, facts, agent_id=agent_id, vector=vector, k=k, where=_LEARNED_AFTER,
+            columns=SEARCH_COLUMNS,
+            params={"min_confidence": min_confidence, "after": fact.created_at},
+        )  # fmt: skip
+        for row in rows:
+            if row.id not in seen and (near := vector_of(row)) is not None:
+                seen.add(row.id)
+                found.setdefault(fact.id, []).append((to_fact(row), near))
+    return found
