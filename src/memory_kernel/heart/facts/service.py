@@ -338,28 +338,29 @@ class FactService:
             found = await store.text_search(
                 conn, agent_id, query, statuses=statuses, k=pool, min_confidence=min_confidence
             )
-        seen = {h.fact.id for h in hits}
-        hits += [
-            FactSearchHit(fact=f, similarity=text_overlap(query, f.content),
-                          matched_by=FactMatch.TEXT)
-            for f in found if f.id not in seen
-        ]  # fmt: skip
-        hits.sort(key=lambda h: -h.similarity)
-        hits = hits[:pool]
-        successors: dict[uuid.UUID, list[FactSearchHit]] = {}
-        if vector is not None:  # read_resolution: newer values beside the first hits
-            sources = [(h.fact, vectors[h.fact.id]) for h in hits[: min(k, SUCCESSOR_SOURCES)]
-                       if h.fact.id in vectors]  # fmt: skip
-            async with self._rt.db.connection() as conn:
+            seen = {h.fact.id for h in hits}
+            hits += [
+                FactSearchHit(fact=f, similarity=text_overlap(query, f.content),
+                              matched_by=FactMatch.TEXT)
+                for f in found if f.id not in seen
+            ]  # fmt: skip
+            hits.sort(key=lambda h: -h.similarity)
+            hits = hits[:pool]
+            successors: dict[uuid.UUID, list[FactSearchHit]] = {}
+            if vector is not None:  # read_resolution: newer values beside the first hits
+                sources = [(h.fact, vectors[h.fact.id]) for h in hits[: min(k, SUCCESSOR_SOURCES)]
+                           if h.fact.id in vectors]  # fmt: skip
                 near = await store.successors(
                     conn, agent_id, sources, recalled={h.fact.id for h in hits},
                     k=SUCCESSORS_EACH, min_confidence=min_confidence,
                 )  # fmt: skip
-            for source, beside in near.items():
-                vectors.update((f.id, v) for f, v in beside)
-                successors[source] = [FactSearchHit(fact=f, similarity=float(np.dot(v, vector)),
-                                                    matched_by=FactMatch.VECTOR)
-                                      for f, v in beside]  # fmt: skip
+                for source, beside in near.items():
+                    vectors.update((f.id, v) for f, v in beside)
+                    successors[source] = [
+                        FactSearchHit(fact=f, similarity=float(np.dot(v, vector)),
+                                      matched_by=FactMatch.VECTOR)
+                        for f, v in beside
+                    ]  # fmt: skip
         judge = self.slot_judge(query, {  # every recalled fact: 0 where a vector is missing
             h.fact.content: 0.0 if vector is None or h.fact.id not in vectors
             else float(np.dot(vectors[h.fact.id], vector))
