@@ -69,7 +69,7 @@ from memory_kernel.heart.facts.recency import MAX_COMPARED, newest_first
 from memory_kernel.heart.facts.relation import RelationThresholds, ruled_update
 from memory_kernel.heart.facts.scorer import LinearScorer
 from memory_kernel.heart.facts.slots import Statement, statement
-from memory_kernel.models.facts import FactSearchHit
+from memory_kernel.models.facts import Fact, FactMatch, FactSearchHit
 from memory_kernel.vectors import Vector
 
 __all__ = [
@@ -85,6 +85,7 @@ __all__ = [
     "read_judge",
     "read_probability",
     "read_ruled",
+    "successor_hits",
     "tied_by_kind_only",
 ]
 
@@ -228,6 +229,19 @@ def read_judge(
         return not tied_by_kind_only(ctx.query, statement(old), statement(new)) or crowd(old) < 2
 
     return judge
+
+
+def successor_hits(
+    near: Mapping[uuid.UUID, Sequence[tuple[Fact, Vector]]], query: Vector | None
+) -> dict[uuid.UUID, list[FactSearchHit]]:
+    """The successors of each hit (``{hit id: [(fact, its vector)]}``) as search hits, each
+    scored by its cosine to the ``query``."""
+    return {
+        source: [FactSearchHit(fact=fact, matched_by=FactMatch.VECTOR,
+                               similarity=0.0 if query is None else float(np.dot(v, query)))
+                 for fact, v in beside]
+        for source, beside in near.items()
+    }  # fmt: skip
 
 
 def newest_hits(

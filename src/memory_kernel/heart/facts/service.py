@@ -39,6 +39,7 @@ from memory_kernel.heart.facts.read_resolution import (
     SlotJudge,
     newest_hits,
     read_judge,
+    successor_hits,
 )
 from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.heart.facts.scorers import Scorers, load_scorers
@@ -346,21 +347,17 @@ class FactService:
             ]  # fmt: skip
             hits.sort(key=lambda h: -h.similarity)
             hits = hits[:pool]
-            successors: dict[uuid.UUID, list[FactSearchHit]] = {}
-            if vector is not None:  # read_resolution: newer values beside the first hits
-                sources = [(h.fact, vectors[h.fact.id]) for h in hits[: min(k, SUCCESSOR_SOURCES)]
-                           if h.fact.id in vectors]  # fmt: skip
-                near = await store.successors(
-                    conn, agent_id, sources, recalled={h.fact.id for h in hits},
-                    k=SUCCESSORS_EACH, min_confidence=min_confidence,
-                )  # fmt: skip
-                for source, beside in near.items():
-                    vectors.update((f.id, v) for f, v in beside)
-                    successors[source] = [
-                        FactSearchHit(fact=f, similarity=float(np.dot(v, vector)),
-                                      matched_by=FactMatch.VECTOR)
-                        for f, v in beside
-                    ]  # fmt: skip
+            first = [h for h in hits[: min(k, SUCCESSOR_SOURCES)] if h.fact.id in vectors]
+            near = await store.successors(  # read_resolution: newer values beside the first
+                conn,
+                agent_id,
+                [(h.fact.id, h.fact.created_at, vectors[h.fact.id]) for h in first],
+                recalled={h.fact.id for h in hits},
+                k=SUCCESSORS_EACH,
+                min_confidence=min_confidence,
+            )
+        successors = successor_hits(near, vector)
+        vectors.update((f.id, v) for beside in near.values() for f, v in beside)
         judge = self.slot_judge(query, {  # every recalled fact: 0 where a vector is missing
             h.fact.content: 0.0 if vector is None or h.fact.id not in vectors
             else float(np.dot(vectors[h.fact.id], vector))

@@ -307,21 +307,21 @@ _LEARNED_AFTER = (
 
 
 async def successors(
-    conn: AsyncConnection, agent_id: str, sources: Sequence[tuple[Fact, Vector]], *,
-    recalled: set[uuid.UUID], k: int, min_confidence: float,
+    conn: AsyncConnection, agent_id: str, sources: Sequence[tuple[uuid.UUID, datetime, Vector]],
+    *, recalled: set[uuid.UUID], k: int, min_confidence: float,
 ) -> dict[uuid.UUID, list[tuple[Fact, Vector]]]:  # fmt: skip
-    """For each source fact (with its vector), those of the ``k`` current facts learned after
-    it and nearest to it that are not ``recalled`` (nor another source's), with vectors."""
+    """For each source fact (its id, when it was learned, its vector), those of the ``k``
+    current facts learned after it and nearest to it that are not ``recalled`` (nor another
+    source's), with their vectors."""
     seen = set(recalled)
     found: dict[uuid.UUID, list[tuple[Fact, Vector]]] = {}
-    for fact, vector in sources:
+    for source, learned, vector in sources:
         rows = await nearest(
             conn, facts, agent_id=agent_id, vector=vector, k=k, where=_LEARNED_AFTER,
-            columns=SEARCH_COLUMNS,
-            params={"min_confidence": min_confidence, "after": fact.created_at},
+            columns=SEARCH_COLUMNS, params={"min_confidence": min_confidence, "after": learned},
         )  # fmt: skip
         for row in rows:
             if row.id not in seen and (near := vector_of(row)) is not None:
                 seen.add(row.id)
-                found.setdefault(fact.id, []).append((to_fact(row), near))
+                found.setdefault(source, []).append((to_fact(row), near))
     return found
