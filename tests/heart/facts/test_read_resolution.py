@@ -292,7 +292,7 @@ async def test_search_finds_a_newer_value_beside_the_older_one_the_query_does_no
     """The newer value shares no word or name with the query: more facts than a search
     reads rank above it. It lies beside the older value, which finds it (its successor)."""
     agent, query = "read-beside", "how many books have I read this year"
-    # Each nearer the query than the newer value, further than the older one.
+    # Each nearer the query than the newer value is, and further from the older value.
     others = [
         f"{n} read the {p} twice." for n, p in zip(_READERS.split(), _PAPERS.split(), strict=True)
     ]

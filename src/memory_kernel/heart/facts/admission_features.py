@@ -130,10 +130,10 @@ CHATTER = _set(
     bye goodbye cheers
     """
 )
-# An interjection opens a sentence capitalised and followed by a comma, like a name in
-# apposition ("Ugh, …", "Sorry, …" against "Mateo, …").
 # What opens a contraction rather than a possessive name ("it's", "let's" / "Priya's").
 _CONTRACTED = FUNCTION_WORDS | {"let"}
+# An interjection opens a sentence capitalised and followed by a comma, like a name in
+# apposition ("Ugh, …", "Sorry, …" against "Mateo, …").
 _NOT_NAMES = _INDEFINITE | TRANSIENT | _EVALUATIVE | SMALL_TALK | CHATTER | _set("user earlier")
 
 

@@ -26,11 +26,11 @@ share one ("bedtime", "team", "house") outnumber the values that replace.
 
 Some newer values share nothing with the query at all ("how many books have I read this
 year": "Finished Piranesi on the train home, which puts my yearly total at 12."), yet lie
-next to the value they replace ("I'm at 9 books for the year"). So a search also looks
-beside each of its first :data:`SUCCESSOR_SOURCES` hits for the
-:data:`SUCCESSORS_EACH` facts learned after it that are nearest to *it* (its
-**successors**) that the query did not recall; a successor takes part with that hit only,
-and is shown only where it replaces it. (A fact the query recalled below the first ``k``
+next to the value they replace ("I'm at 9 books for the year"). So a search also reads,
+beside each of its first :data:`SUCCESSOR_SOURCES` hits, the :data:`SUCCESSORS_EACH` facts
+learned after it that lie nearest to *it*; those the query did not recall are its
+**successors**. A successor takes part with that hit only, and is shown only where it
+replaces it. (A fact the query recalled below the first ``k``
 keeps the rule above: taken as a successor too, it let three more strangers date an older
 fact on the sealed sets.)
 
