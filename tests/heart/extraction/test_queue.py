@@ -257,6 +257,7 @@ async def test_short_self_disclosures_become_facts_through_the_hooks(
     said = {
         "I'm allergic to penicillin.": "The user is allergic to penicillin.",
         "I'm vegetarian.": "The user is vegetarian.",
+        "I'm a software engineer.": "The user is a software engineer.",
         "I hate cilantro.": "The user hates cilantro.",
         "We have a dog.": "We have a dog.",
     }

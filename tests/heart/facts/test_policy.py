@@ -177,7 +177,11 @@ def test_admission_keeps_specific_facts(text: str) -> None:
      ("I hate cilantro.", "The user hates cilantro."),
      ("I work as a nurse.", "The user works as a nurse."),
      ("I'm vegetarian.", "The user is vegetarian."),
-     ("I play the cello.", "The user plays the cello.")],
+     ("I play the cello.", "The user plays the cello."),
+     # The user's role or trait is what a person is, as "Omar is a dentist": no definition.
+     ("I'm a teacher.", "The user is a teacher."),
+     ("I'm a night owl.", "The user is a night owl."),
+     ("I'm the tech lead for payments.", "The user is the tech lead for payments.")],
 )  # fmt: skip
 def test_the_user_as_holder_anchors_a_statement_as_i_does(said: str, written: str) -> None:
     """The extractor writes "I" as "The user": the short statement it makes of a first-person
@@ -212,6 +216,14 @@ def test_a_word_in_s_is_a_name_only_before_a_singular_verb(text: str, named: flo
     "text", ["The user is hungry.", "The user is on vacation.", "The user is so tired today."]
 )
 def test_a_passing_state_of_the_user_is_not_kept(text: str) -> None:
+    assert not admit_fact(text).admitted
+
+
+@pytest.mark.parametrize(
+    "text", ["The user is a person.", "The user is an adult.", "The user is a teacher?",
+             "The user is a bit of a night owl, maybe."],
+)  # fmt: skip
+def test_a_role_that_says_only_someone_or_is_vague_asked_or_hedged_is_no_role(text: str) -> None:
     assert not admit_fact(text).admitted
 
 

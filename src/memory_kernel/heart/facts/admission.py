@@ -98,6 +98,22 @@ _FIRST_SECOND_PERSON = _set(
 _DEFINITIONAL = re.compile(
     r"^\S+(?: \S+)? (?:is|are) (?:a|an|used|made|called|known|the|one|part|kind|type)\b"
 )
+# The user with a role or a trait ("The user is a teacher", "… is the tech lead for
+# payments"): what a person is, as "Omar is a dentist" is (``NAME_DEFINED``), never the
+# definition of a category. A noun that only says the user is someone says nothing.
+_USER_ROLE = re.compile(r"^(?:the )?user (?:is|was) (?:a|an|the) ")
+_SOMEONE = _set("person human individual user someone adult")
+
+
+def _role(words: list[str], features: dict[str, float]) -> bool | None:
+    """For "The user is a/an/the …" without vague, hedged or passing words: whether it names
+    a role or a trait (``True``) or only that the user is someone (``False``); ``None``
+    otherwise (the scorer decides)."""
+    role = _USER_ROLE.match(" ".join(words))
+    if role is None or any(features[n] for n in ("vague", "hedge", "transient", "passing_state")):
+        return None
+    said = [w for w in " ".join(words)[role.end() :].split() if w not in FUNCTION_WORDS]
+    return not all(w in _SOMEONE for w in said)
 
 
 def _personal(words: list[str]) -> bool:
@@ -188,6 +204,11 @@ def admit_fact(
     if generic and len(content_words) <= 4 and _evaluated(words):
         return reject(AdmissionReason.PLATITUDE)
     features = admission_features(content)
+    role = None if is_question(content) else _role(words, features)
+    if role is not None:
+        if not role:
+            return reject(AdmissionReason.NOT_SPECIFIC)
+        return FactAdmission(admitted=True, reason=AdmissionReason.SPECIFIC)
     if _universal(words, content, content_words, features["named_subject"] > 0):
         return reject(AdmissionReason.UNIVERSAL)
     if is_question(content):
