@@ -5,7 +5,9 @@ knowledge before they reach long-term memory.
 Two layers, both about *kinds* of text, not particular sentences:
 
 1. rules that are sure: nothing but greetings or vague words, a question, a request, a
-   short evaluative platitude, a short generic statement about a category;
+   short evaluative platitude, a short generic statement about a category — and, kept,
+   the user with a role or a trait ("The user is a teacher": what a person is, never the
+   definition the scorer's ``definitional`` sign reads in "X is a …");
 2. a learned scorer (``scorer``: logistic regression over :data:`ADMISSION_FEATURES`,
    weights in ``weights/admission.json``) over what the rules let through: how anchored the
    statement is in this agent's world (names, values, identifiers, "my"/"our"/"the user's",
