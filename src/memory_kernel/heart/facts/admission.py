@@ -111,11 +111,11 @@ def _role(words: list[str], features: dict[str, float]) -> bool | None:
     """For "The user is a/an/the …" without vague, hedged or passing words: whether it names
     a role or a trait (``True``) or only that the user is someone (``False``); ``None``
     otherwise (the scorer decides)."""
-    role = _USER_ROLE.match(" ".join(words))
+    text = " ".join(words)
+    role = _USER_ROLE.match(text)
     if role is None or any(features[n] for n in ("vague", "hedge", "transient", "passing_state")):
         return None
-    said = [w for w in " ".join(words)[role.end() :].split() if w not in FUNCTION_WORDS]
-    return not all(w in _SOMEONE for w in said)
+    return not all(w in _SOMEONE for w in text[role.end() :].split() if w not in FUNCTION_WORDS)
 
 
 def _personal(words: list[str]) -> bool:
@@ -207,9 +207,9 @@ def admit_fact(
         return reject(AdmissionReason.PLATITUDE)
     features = admission_features(content)
     role = None if is_question(content) else _role(words, features)
-    if role is not None:
-        if not role:
-            return reject(AdmissionReason.NOT_SPECIFIC)
+    if role is False:
+        return reject(AdmissionReason.NOT_SPECIFIC)
+    if role:
         return FactAdmission(admitted=True, reason=AdmissionReason.SPECIFIC)
     if _universal(words, content, content_words, features["named_subject"] > 0):
         return reject(AdmissionReason.UNIVERSAL)
