@@ -213,6 +213,9 @@ class _Text:
     sentences: list[str]  # lowercase, fillers kept
     leads: list[str]  # each sentence without leading fillers, emoji and punctuation
     lines: list[str]
+    # The sentences in which a party of the conversation acts or a course is set (a
+    # person of the conversation, a future, an imperative).
+    engaged: list[str]
 
 
 def _leads(sentence: str) -> list[str]:
@@ -226,9 +229,14 @@ def _prepare(response: str) -> _Text:
     raw = response.replace("\u2019", "'").replace("\u2018", "'")
     text = " ".join(raw.casefold().split())
     sentences = [s.strip(" \"'*_#>") for s in _SENTENCE_SPLIT.split(raw.casefold()) if s.strip()]
-    leads = [lead for s in sentences for lead in _leads(s)]
+    per_sentence = [_leads(s) for s in sentences]
+    engaged = [
+        s for s, its in zip(sentences, per_sentence, strict=True)
+        if _PARTY.search(s) or any(_DIRECTIVE.match(c) for c in its)
+    ]  # fmt: skip
     lines = [line for line in raw.splitlines() if line.strip()]
-    return _Text(raw, text, _WORD.findall(text), sentences, leads, lines)
+    leads = [lead for its in per_sentence for lead in its]
+    return _Text(raw, text, _WORD.findall(text), sentences, leads, lines, engaged)
 
 
 def _count(pattern: re.Pattern[str], t: _Text, cap: int = 2, *more: re.Pattern[str]) -> float:
@@ -238,16 +246,10 @@ def _count(pattern: re.Pattern[str], t: _Text, cap: int = 2, *more: re.Pattern[s
 
 
 def _engaged_count(t: _Text, cap: int, *patterns: re.Pattern[str]) -> float:
-    """How often ``patterns`` occur in sentences in which a party of the conversation acts
-    or a course is set (a person of the conversation, a future, an imperative), saturating
+    """How often ``patterns`` occur in the engaged sentences (``_Text.engaged``), saturating
     at ``cap``. A reason or a contrast in a sentence about how things are ("Kafka orders
     within a partition, not across a topic, because…") explains; it chooses nothing."""
-    found = sum(
-        len(p.findall(sentence))
-        for sentence in t.sentences
-        if _PARTY.search(sentence) or any(_DIRECTIVE.match(c) for c in _leads(sentence))
-        for p in patterns
-    )
+    found = sum(len(p.findall(sentence)) for sentence in t.engaged for p in patterns)
     return min(found, cap) / cap
 
 

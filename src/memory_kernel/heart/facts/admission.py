@@ -206,14 +206,15 @@ def admit_fact(
     if generic and len(content_words) <= 4 and _evaluated(words):
         return reject(AdmissionReason.PLATITUDE)
     features = admission_features(content)
-    role = None if is_question(content) else _role(words, features)
+    question = is_question(content)
+    role = None if question else _role(words, features)
     if role is False:
         return reject(AdmissionReason.NOT_SPECIFIC)
     if role:
         return FactAdmission(admitted=True, reason=AdmissionReason.SPECIFIC)
     if _universal(words, content, content_words, features["named_subject"] > 0):
         return reject(AdmissionReason.UNIVERSAL)
-    if is_question(content):
+    if question:
         return reject(AdmissionReason.QUESTION)
     model = scorer or admission_scorer()
     if model.probability([features[name] for name in model.features]) < model.threshold("admit"):

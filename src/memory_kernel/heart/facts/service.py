@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import TypeVar
 
 import numpy as np
-from sqlalchemy import Float, bindparam
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.errors import NotFoundError, ValidationError
@@ -61,8 +60,6 @@ DECIDE_CHUNK = 1000
 #: Items per candidate read: bounds what one read returns.
 READ_CHUNK = 64
 _MAX_QUERY_BYTES = 16 * 1024
-# search's vector filter, one object: its statement is built once (storage.search).
-_CONFIDENT = (facts.c.confidence >= bindparam("min_confidence", type_=Float),)
 _MAX_CHAIN_HOPS = 10_000
 #: Most facts one ``embed_pending`` call takes per agent (``ConsolidationConfig.pending_batch``
 #: is at most as large).
@@ -325,7 +322,7 @@ class FactService:
             statuses: tuple[str, ...] = store.CURRENT
             if vector is not None:
                 rows = await nearest(
-                    conn, facts, agent_id=agent_id, vector=vector, k=pool, where=_CONFIDENT,
+                    conn, facts, agent_id=agent_id, vector=vector, k=pool, where=store.CONFIDENT,
                     columns=store.SEARCH_COLUMNS, params={"min_confidence": min_confidence},
                 )  # fmt: skip
                 for r in rows:

@@ -47,6 +47,7 @@ from memory_kernel.storage.vector import as_array
 from memory_kernel.vectors import Vector
 
 __all__ = [
+    "CONFIDENT",
     "CURRENT",
     "FACT_COLUMNS",
     "LOCK_SCOPE",
@@ -299,9 +300,12 @@ async def text_search(
     return [to_fact(row) for row in await conn.execute(stmt)]
 
 
-# One object, so the statement is built once (``storage.search.knn_statement``).
+# The filters of a search's kNN, each one object, so each statement is built once
+# (``storage.search.knn_statement``): the confident facts, and of those the ones learned after
+# a given fact (``successors``).
+CONFIDENT = (facts.c.confidence >= bindparam("min_confidence", type_=Float),)
 _LEARNED_AFTER = (
-    facts.c.confidence >= bindparam("min_confidence", type_=Float),
+    *CONFIDENT,
     facts.c.created_at > bindparam("after", type_=DateTime(timezone=True)),
 )
 
