@@ -52,7 +52,7 @@ def test_ku_mixed_file_cross_validated_with_the_update_scorer(
     assert len(metrics["wrongly_superseded_rate"]["folds"]) == 2
     # The update (write time) and read scorers are fitted per fold (one pair of each label).
     fitted = [row["fitted"] for row in report["tables"]["cross-validation folds"]]
-    assert len(fitted) == 2 and all("write" in f and "read:" in f for f in fitted)
+    assert len(fitted) == 2 and all("update:" in f and "read:" in f for f in fitted)
     assert "update and read scorer" in report["cv"]["fitted"]
     assert "wrongly_dated_at_read" in metrics and "stale_presented_as_current" in metrics
     # Each held-out fold is also checked in one agent holding every pair of the file; the

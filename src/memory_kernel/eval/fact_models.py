@@ -66,9 +66,9 @@ class ScorerClassifier(Generic[Row, Decision]):
         for scorer in params:
             trained = scorer.trained_on
             size = trained.get("pairs", trained.get("rows", "?"))
-            cut = ", ".join(f"{k} {v:g}" for k, v in scorer.thresholds.items())
+            cut = "".join(f", {k} {v:g}" for k, v in scorer.thresholds.items())
             positives = trained.get("positives", "?")
-            described.append(f"{scorer.name}: {size} rows ({positives} positive), {cut}")
+            described.append(f"{scorer.name}: {size} rows ({positives} positive){cut}")
         return "; ".join(described)
 
 

@@ -61,10 +61,11 @@ CROSS_NEAREST, CROSS_RANDOM = 8, 2
 CROSS_SEED = 1
 DEDUP_FROM = HeartConfig().fact_dedup_similarity
 #: Probabilities at which a scorer acts (the classes weigh the same in training, so 0.5
-#: is "as likely as not"): retiring a fact on 9:1 odds (it is never deleted, but it leaves
-#: recall), merging a restatement on 3:1 (merging keeps both texts' evidence), showing a
-#: newer fact first at even odds (nothing is written).
-WRITE_AT, MERGE_AT, READ_AT = 0.9, 0.75, 0.5
+#: is "as likely as not"): merging a restatement on 3:1 (merging keeps both texts'
+#: evidence), showing a newer fact first at even odds (nothing is written). The update
+#: scorer acts on no threshold: it retires nothing (``relation.classify_pair``), it only
+#: keeps a likelier new value from a merge.
+MERGE_AT, READ_AT = 0.75, 0.5
 #: A fact is rejected only when the scorer is 4:1 sure it is filler: a fact wrongly
 #: rejected is lost, filler wrongly kept only costs recall a little noise.
 ADMIT_AT = 0.2
@@ -232,7 +233,7 @@ def _fit_pairs(name: str, pairs: Sequence[LabelledPair], cosines: dict[str, floa
     y = np.array(ys, dtype=np.float64)
     trained = {"files": list(sources), "pairs": len(y), "positives": int(y.sum())}
     model = fit_scorer(name, PAIR_FEATURES, x, y, trained_on=trained)
-    thresholds = {"write": WRITE_AT, "read": READ_AT} if update else {"merge": MERGE_AT}
+    thresholds = {} if update else {"merge": MERGE_AT}
     return replace(model, thresholds=thresholds)
 
 

@@ -14,7 +14,12 @@ from memory_kernel.heart.facts.admission_features import admission_features, pos
 from memory_kernel.heart.facts.normalise import features, normalise_content, stem, value_of
 from memory_kernel.heart.facts.polarity import flip_reason
 from memory_kernel.heart.facts.policy import Candidate, NewFact, plan_learn, reinforced
-from memory_kernel.heart.facts.relation import PairRelation, RelationThresholds, classify_pair
+from memory_kernel.heart.facts.relation import (
+    PairRelation,
+    RelationThresholds,
+    classify_pair,
+    update_probability,
+)
 from memory_kernel.models.facts import LearnAction
 
 CFG = HeartConfig()
@@ -120,6 +125,22 @@ def test_opposite_meaning_is_a_contradiction() -> None:
 def test_same_head_with_change_marker_is_an_update_at_low_similarity() -> None:
     old, new = "Tom rents a flat in Leeds.", "Tom now rents a house in York."
     assert _relation(old, new, 0.3) is PairRelation.UPDATE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("Check-in at the Spruce Hollow cabin is 4 pm.",
+      "Checkout at Spruce Hollow is 10 am sharp, the host was very clear about that."),
+     ("Subscriptions on my card: Netflix at $15.49/mo.",
+      "Another one on my card is Spotify Family at $16.99/mo."),
+     ("There are 48 plots at the Fenwick Lane community garden.",
+      "12 of the Fenwick Lane plots are raised beds for wheelchair access.")],
+)  # fmt: skip
+def test_the_learned_update_scorer_retires_nothing_at_write_time(old: str, new: str) -> None:
+    """Look-alikes it rates 0.9 and more (probe W): another attribute, another item of a
+    list, a part of the whole. Only the rules retire; recall orders the rest."""
+    assert update_probability(features(old), features(new), 0.5, T) >= 0.9
+    assert _relation(old, new, 0.5) is PairRelation.UNRELATED
 
 
 def test_added_detail_is_neither_duplicate_nor_update() -> None:
