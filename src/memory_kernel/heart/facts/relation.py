@@ -263,7 +263,7 @@ def classify_pair(
 
     Only the rules retire the older fact (``_frame_verdict``). The learned update scorer
     does not: on sets written blind it rated look-alikes 0.90 – 1.00 ("Check-in at the
-    cabin is 4 pm" / "Checkout … is 10 am") and retired 10 of 266 (W), 8 of 150 (sealed,
+    cabin is 4 pm" / "Checkout … is 10 am") and retired 10 of 265 (W), 8 of 150 (sealed,
     alone) and 15 of 150 in one store. Recall resolves the rest with the query
     (``read_resolution``), where a wrong guess costs a mark, not a current fact
     (docs/tuning.md, seventeenth round)."""
