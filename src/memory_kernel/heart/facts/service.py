@@ -355,11 +355,14 @@ class FactService:
             )
         successors = successor_hits(near, vector)
         vectors.update((f.id, v) for beside in near.values() for f, v in beside)
-        judge = self.slot_judge(query, {  # every recalled fact: 0 where a vector is missing
+        cosines = {  # every recalled fact: 0 where a vector is missing
             h.fact.content: 0.0 if vector is None or h.fact.id not in vectors
             else float(np.dot(vectors[h.fact.id], vector))
-            for h in [*hits, *(s for found in successors.values() for s in found)]
-        })  # fmt: skip
+            for h in hits
+        }  # fmt: skip
+        # A successor's similarity is already its cosine to the query (``successor_hits``).
+        cosines |= {s.fact.content: s.similarity for found in successors.values() for s in found}
+        judge = self.slot_judge(query, cosines)
         return newest_hits(hits, k=k, judge=judge, vectors=vectors, successors=successors)
 
     def slot_judge(self, query: str, cosines: Mapping[str, float]) -> SlotJudge:
