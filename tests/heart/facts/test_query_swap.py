@@ -76,3 +76,26 @@ def test_a_query_pinned_to_a_period_is_not_answered_by_another_period() -> None:
     assert not other_time(query, old, statement("The water bill is $66 now."))
     assert not other_time(query_view("how much is the water bill"), old,
                           statement("April's water bill came to $74."))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("query", "old", "new"),
+    [
+        ("what day is my violin lesson", "Violin lessons are on Wednesdays.",
+         "My violin teacher had to switch me to Fridays."),
+        ("when is Mara's viva", "Mara's viva is on June 4.",
+         "Mara's examiners moved it to June 18."),
+    ],
+)  # fmt: skip
+def test_who_made_a_change_is_no_other_thing(query: str, old: str, new: str) -> None:
+    """The newer fact words the asked slot otherwise ("lessons" -> "teacher") because it
+    tells who changed it: the rule leaves the pair to the scorer instead of ruling it
+    apart. What a verb of changing changes is still another thing."""
+    view = query_view(query)
+    assert swapped_out(view, statement(old), statement(new))
+    t = RelationThresholds.from_config(HeartConfig())
+    assert read_ruled(view, features(old), features(new), t) != 0.0
+    other = new.replace("My violin teacher had to switch me", "Switched the cello lessons")
+    other = other.replace("Mara's examiners moved it", "Moved Rui's viva")
+    assert other != new
+    assert read_ruled(view, features(old), features(other), t) == 0.0

@@ -37,7 +37,7 @@ from functools import lru_cache
 
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens
 
-__all__ = ["announces_change", "announces_change_from", "corrects"]
+__all__ = ["announces_change", "announces_change_from", "change_verb_at", "corrects"]
 
 _NUMBER = r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|a hundred|a thousand)"
 _CONSTRUCTIONS = tuple(
@@ -83,6 +83,13 @@ def announces_change(text: str) -> bool:
     """``text`` says that something now holds a value other than before (see the module
     docstring for the constructions)."""
     return any(pattern.search(text) for pattern in _CONSTRUCTIONS)
+
+
+def change_verb_at(text: str) -> int | None:
+    """Where the first verb of changing a value with its target or source starts in
+    ``text`` ("My teacher had to *switch* me to Mondays"); ``None`` where there is none."""
+    found = _CONSTRUCTIONS[0].search(text)
+    return found.start() if found else None
 
 
 def corrects(old: str, new: str) -> bool:

@@ -25,7 +25,7 @@ from memory_kernel.heart.facts.pairs import covered
 from memory_kernel.heart.facts.query_slot import Query
 from memory_kernel.heart.facts.slots import GENERIC, Statement, stem_is_verb
 
-__all__ = ["MAX_SWAPPED", "other_time", "swapped_out"]
+__all__ = ["MAX_SWAPPED", "other_time", "swapped_in", "swapped_out"]
 
 #: Words one substitution may replace on each side: a word or a compound ("standing
 #: desks" -> "monitor arms"); a longer span is a rewrite, not a parallel sentence.
@@ -39,44 +39,50 @@ def _words(items: list[Item]) -> list[str]:
     return [key for kind, key, _ in items if kind in ("h", "p")]
 
 
-def _things(items: list[Item]) -> list[str]:
+def _things(items: list[Item]) -> list[Item]:
     """The words of a span that name a thing or an attribute: a verb after the subject is
     often said another way ("leaves" / "goes"), so only a noun swapped tells."""
-    return [key for kind, key, _ in items if kind == "h" or (kind == "p" and not stem_is_verb(key))]
+    return [i for i in items if i[0] == "h" or (i[0] == "p" and not stem_is_verb(i[1]))]
 
 
 def _asked(word: str, query: Query) -> bool:
     return covered((word,), query.content) > 0
 
 
-def swapped_out(query: Query, old: Statement, new: Statement) -> bool:
-    """``old`` and ``new`` are written in parallel and ``new`` replaces a word of the
-    query's found in ``old`` by words that are not the query's (and that word is nowhere
-    else in ``new``)."""
+def swapped_in(query: Query, old: Statement, new: Statement) -> tuple[str, ...]:
+    """The words (as ``new`` writes them) that ``new``, written in parallel with ``old``,
+    puts in place of a word of the query's found in ``old`` (and nowhere else in ``new``);
+    empty where there is no such swap."""
     if not query.content:
-        return False
+        return ()
     a, b = list(old.items), list(new.items)
     matcher = SequenceMatcher(a=[i[1] for i in a], b=[i[1] for i in b], autojunk=False)
     differing = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     if not differing or len(differing) == len(matcher.get_opcodes()):
-        return False  # the same statement, or nothing aligned at all
-    swapped = False
+        return ()  # the same statement, or nothing aligned at all
+    swapped: list[str] = []
     for tag, i1, i2, j1, j2 in differing:
         gone, came = _words(a[i1:i2]), _words(b[j1:j2])
         if tag != "replace" and (gone or came):
-            return False  # a word added or dropped: not written in parallel
+            return ()  # a word added or dropped: not written in parallel
         if len(gone) > MAX_SWAPPED or len(came) > MAX_SWAPPED:
-            return False
+            return ()
         lost = [
-            w for w in _things(a[i1:i2])
-            if _asked(w, query) and covered((w,), new.topic_pool) == 0
+            key for _, key, _ in _things(a[i1:i2])
+            if _asked(key, query) and covered((key,), new.topic_pool) == 0
         ]  # fmt: skip
         # Replaced by a thing, not left out beside a time word ("I can do 5 strict
         # pull-ups" / "Hit 8 strict today!!").
-        put = [w for w in _things(b[j1:j2]) if w not in GENERIC]
+        put = [raw for _, key, raw in _things(b[j1:j2]) if key not in GENERIC]
         if lost and put and not any(_asked(w, query) for w in came):
-            swapped = True
-    return swapped
+            swapped.extend(put)
+    return tuple(swapped)
+
+
+def swapped_out(query: Query, old: Statement, new: Statement) -> bool:
+    """``old`` and ``new`` are written in parallel and ``new`` replaces a word of the
+    query's found in ``old`` by words that are not the query's (:func:`swapped_in`)."""
+    return bool(swapped_in(query, old, new))
 
 
 def other_time(query: Query, old: Statement, new: Statement) -> bool:

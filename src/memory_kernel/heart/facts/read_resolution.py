@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from memory_kernel.heart.facts.change import announces_change_from
+from memory_kernel.heart.facts.change import announces_change_from, change_verb_at
 from memory_kernel.heart.facts.frames import compare
 from memory_kernel.heart.facts.normalise import TextFeatures, features
 from memory_kernel.heart.facts.pairs import (
@@ -64,7 +64,7 @@ from memory_kernel.heart.facts.query_slot import (
     query_view,
     states_of_one_item,
 )
-from memory_kernel.heart.facts.query_swap import other_time, swapped_out
+from memory_kernel.heart.facts.query_swap import other_time, swapped_in
 from memory_kernel.heart.facts.recency import MAX_COMPARED, newest_first
 from memory_kernel.heart.facts.relation import RelationThresholds, ruled_update
 from memory_kernel.heart.facts.scorer import LinearScorer
@@ -156,17 +156,35 @@ def read_ruled(
     query: Query, old: TextFeatures, new: TextFeatures, t: RelationThresholds
 ) -> float | None:
     """1 or 0 where the rules decide the pair for ``query`` (the write-time rules, then
-    :func:`~memory_kernel.heart.facts.query_swap.swapped_out` and
+    :func:`_swapped_apart` and
     :func:`~memory_kernel.heart.facts.query_swap.other_time`); ``None``: the scorer must."""
     ruled = ruled_update(old, new, t)
     if ruled is not None:
         return ruled
     s_old, s_new = statement(old.text), statement(new.text)
-    if swapped_out(query, s_old, s_new) or other_time(query, s_old, s_new):
+    if _swapped_apart(query, s_old, s_new) or other_time(query, s_old, s_new):
         return 0.0
     if states_of_one_item(query, s_old, s_new) or announced_for(query, s_old, s_new):
         return 1.0
     return None
+
+
+def _swapped_apart(query: Query, old: Statement, new: Statement) -> bool:
+    """``new`` puts another thing in place of the word the query asks about
+    (:func:`~memory_kernel.heart.facts.query_swap.swapped_in`) — unless what it puts there
+    is who made a change, the subject of a verb of changing ("Piano lessons are Thursdays"
+    / "My piano *teacher* had to switch me to Mondays"; "Leo's thesis defense is May 2" /
+    "Leo's *committee* pushed his defense back to May 9"): a change told in other words.
+    What the verb changes stays apart ("Changed the *prod* VPN passphrase to heron81" says
+    nothing of the staging one's). Found on W (read); sealed sets, newest first · stale
+    presented · look-alikes dated, of 150: 114 · 47 · 24 → 116 · 45 · 24 (docs/tuning.md,
+    eighteenth round)."""
+    put = swapped_in(query, old, new)
+    if not put:
+        return False
+    verb = change_verb_at(new.text)
+    lowered = new.text.lower()
+    return verb is None or any(lowered.find(word.lower()) > verb for word in put)
 
 
 def announced_for(query: Query, old: Statement, new: Statement) -> bool:
