@@ -165,8 +165,16 @@ def test_two_states_of_one_named_item_answer_a_status_question_newest_first() ->
     assert ruled("Heard back on the loft: permit approved", query) == 1.0
     # Another item of the same kind: the query's words are not held alike.
     assert ruled("garage permit approved!! builders can start in May", query) is None
-    # A yes/no question's words may be the value it asks about: the scorer weighs it.
+    # A yes/no question's words may be the value it asks about, which the newer may add.
+    assert (
+        ruled("loft permit approved!! builders can start in May", "is the loft permit approved")
+        == 1.0
+    )
+    # The older holds no word of the query: the scorer weighs it; another value is no state.
     assert ruled("loft permit approved!! builders can start in May", "is it approved") is None
+    nuts = features("Hannah is allergic to nuts.")
+    query = query_view("is Hannah allergic to nuts")
+    assert read_ruled(query, nuts, features("Hannah is allergic to shellfish."), t) != 1.0
 
 
 def test_a_newer_fact_announcing_a_change_of_what_the_older_is_about_answers_first() -> None:
