@@ -193,6 +193,17 @@ def test_an_identifier_only_one_side_names_vetoes_nothing() -> None:
         assert veto(statement(old), statement(new)) is None
 
 
+def test_one_taken_from_a_count_with_a_new_count_is_no_list_item() -> None:
+    coop = statement("Nell keeps 6 ducks by the pond.")
+    # One of them gone and the count left: the count changed, nothing was listed.
+    assert veto(coop, statement("a fox took one of the ducks, down to 5")) is None
+    # One of them named, with the count they share or a value of another kind: a list item.
+    listed = "a list item adds, it does not replace"
+    assert veto(coop, statement("One of the 6 ducks is lame.")) == listed
+    assert veto(coop, statement("One of the ducks cost $40.")) == listed
+    assert veto(statement("Nell keeps ducks."), statement("one of the ducks left, 5 now")) == listed
+
+
 def test_two_identifiers_contrast_unless_the_newer_announces_a_change() -> None:
     article = ("Article 6 covers lawful processing.", "Article 9 covers health data.")
     assert veto(statement(article[0]), statement(article[1])) == "different identifiers"

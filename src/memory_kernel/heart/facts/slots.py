@@ -93,6 +93,7 @@ _QUESTION_OPENERS = _set(
 # "include", a clause-final "too"; "another" / "other" / "one of" + the listed noun.
 _LIST_ADDING = _set("also additionally include includes including besides")
 _LIST_OF = _set("another other")
+_LIST_DETERMINERS = frozenset(("my", "our", "the", "your"))
 _CLAUSE_FINAL_TOO = re.compile(r"\b(?:too|as well)\s*(?:[.,;:!?)]|$)", re.IGNORECASE)
 # Not a statement of how things are: a goal, wish, condition, reminder, hearsay, or a
 # search ("looking at ... in the $X-$Y range"). (A plan may be replaced by what happened.)
@@ -219,11 +220,14 @@ def _listed(lower: list[str]) -> frozenset[str]:
     out = set()
     for i, word in enumerate(lower[:-1]):
         if word in _LIST_OF or (word == "one" and lower[i + 1] == "of"):
-            nxt = lower[i + 2] if lower[i + 1] == "of" and i + 2 < len(lower) else lower[i + 1]
-            nxt = (
-                lower[i + 3] if nxt in ("my", "our", "the", "your") and i + 3 < len(lower) else nxt
-            )
-            out.add(stem(nxt))
+            at = i + 2 if lower[i + 1] == "of" else i + 1
+            # Past a determiner, then a count: "one of the 6 ducks" lists ducks.
+            if at + 1 < len(lower) and lower[at] in _LIST_DETERMINERS:
+                at += 1
+            if at + 1 < len(lower) and lower[at].isdigit():
+                at += 1
+            if at < len(lower):
+                out.add(stem(lower[at]))
     return frozenset(out)
 
 
