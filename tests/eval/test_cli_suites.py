@@ -76,6 +76,25 @@ def test_ku(ku_pairs: Path, tmp_path: Path) -> None:
     assert 0 <= report["metrics"]["newest_value_at_1"] <= 2
 
 
+def test_ku_names_the_fact_of_another_pair_that_marks_one(tmp_path: Path) -> None:
+    """In the store of every pair, a fact marked as replaced by another pair's fact says
+    which: what the store figures count as a mark by a stranger, to be read."""
+    rows = [
+        {"id": "hens", "label": "distinct", "topic": "How many hens does Ilse have?",
+         "old_fact": "Ilse keeps 4 hens in the backyard coop.",
+         "new_fact": "Ilse's neighbour keeps two goats."},
+        {"id": "physio", "label": "update", "topic": "Where does Ilse go for physio?",
+         "old_fact": "Ilse goes to physio at the clinic on Main Street.",
+         "new_fact": "Ilse's physio moved her sessions to their new site in Oud-Zuid."},
+    ]  # fmt: skip
+    data = tmp_path / "ku.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    shared = {r["id"]: r for r in _eval("ku", data, tmp_path / "r.json")["tables"]["shared_agent"]}
+    assert shared["hens"]["old_dated_by_other"]
+    assert shared["hens"]["dated_by"] == rows[1]["new_fact"]
+    assert not shared["physio"]["old_dated_by_other"] and shared["physio"]["dated_by"] == ""
+
+
 def test_locomo_with_plot(locomo_json: Path, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")  # the plot extra (part of the dev extra)
     png = tmp_path / "plots" / "locomo.png"

@@ -86,6 +86,7 @@ class KuCheck(NamedTuple):
     old_shown: bool = False
     old_dated: bool = False
     old_dated_by_other: bool = False  # marked as replaced by a fact of another pair
+    dated_by: str = ""  # the text of the fact that marks it, where another pair's
 
     @property
     def presented_as_current(self) -> bool:
@@ -163,6 +164,8 @@ async def _check(
         after = await facts.get(old.fact.id, agent_id=agent)
         marks = {hit.id: hit.newer for hit in hits}
         shown, newer = old.fact.id in marks, marks.get(old.fact.id)
+        by_other = shown and newer not in (None, new.fact.id)
+        marker = await facts.get(newer, agent_id=agent) if by_other and newer else None
         checks.append(KuCheck(
             top_is_new=bool(hits) and hits[0].id == new.fact.id,
             old_current=after.is_current,
@@ -172,7 +175,8 @@ async def _check(
             top=hits[0].text if hits else "",
             old_shown=shown,
             old_dated=shown and newer == new.fact.id,
-            old_dated_by_other=shown and newer not in (None, new.fact.id),
+            old_dated_by_other=by_other,
+            dated_by=marker.content if marker else "",
         ))  # fmt: skip
     return checks
 
@@ -270,7 +274,8 @@ def _table(pairs: Sequence[KuPair], checks: Sequence[KuCheck]) -> list[dict[str,
     return [
         {"id": p.id, "label": p.label, "kind": p.kind, "top_is_new": c.top_is_new,
          "old_active": c.old_current, "old_status": c.old_status, "new_action": c.new_action,
-         "old_dated": c.old_dated, "old_dated_by_other": c.old_dated_by_other, "top": c.top}
+         "old_dated": c.old_dated, "old_dated_by_other": c.old_dated_by_other,
+         "dated_by": c.dated_by, "top": c.top}
         for p, c in zip(pairs, checks, strict=True)
     ]  # fmt: skip
 
