@@ -45,17 +45,19 @@ def _newest(start: uuid.UUID, replaced_by: dict[uuid.UUID, uuid.UUID]) -> uuid.U
 
 
 def resolve_current(
-    hits: Sequence[MemoryHit], *, updates: Callable[[MemoryHit, MemoryHit], bool]
-) -> list[MemoryHit]:
+    hits: Sequence[MemoryHit], *, updates: Callable[[MemoryHit, MemoryHit], bool],
+    closeness: Callable[[MemoryHit, MemoryHit], float] = lambda _old, _new: 0.0,
+) -> list[MemoryHit]:  # fmt: skip
     """``hits`` (best first) with every recalled fact that a newer recalled fact updates
-    (``updates(old, new)``) scored just under the newest of its slot and linked to it, and
-    that newest fact carrying the older texts in ``supersedes``; best first again."""
+    (``updates(old, new)``; of several, the closest) scored just under the newest of its
+    slot and linked to it, and that newest fact carrying the older texts in
+    ``supersedes``; best first again."""
     facts = [h for h in hits if h.source is MemorySource.FACT]
     if len(facts) < 2:
         return list(hits)
     _, replaced_by = newest_first(
         facts, key=lambda h: h.id, newer=lambda a, b: a.created_at > b.created_at,
-        updates=updates,
+        updates=updates, closeness=closeness,
     )  # fmt: skip
     if not replaced_by:
         return list(hits)

@@ -301,11 +301,14 @@ class Recaller:
             return hits
         text, query_vector = query
         judge = judges(text, {h.text: cosine(vectors.get(h.id), query_vector) for h in facts})
+
+        def closeness(old: MemoryHit, new: MemoryHit) -> float:
+            return cosine(vectors.get(old.id), vectors.get(new.id))
+
         return resolve_current(
             hits,
-            updates=lambda o, n: judge(
-                o.text, n.text, cosine(vectors.get(o.id), vectors.get(n.id))
-            ),
+            updates=lambda o, n: judge(o.text, n.text, closeness(o, n)),
+            closeness=closeness,
         )
 
     async def recall_many(

@@ -200,6 +200,27 @@ def test_newest_first_marks_an_older_value_recalled_below_its_newer_one() -> Non
     assert all(age[new] > age[old] for old, new in judged)  # always asked older -> newer
 
 
+def test_of_two_newer_values_the_closest_replaces_the_older_one() -> None:
+    """A search recalls the older fact's own successor beside a newer fact that shares a
+    word with it; where the judge lets both replace it, the closer one does."""
+    old, stranger, successor = (uuid.UUID(int=n) for n in range(3))
+    age = {old: 1, stranger: 5, successor: 3}  # the stranger is the newest, and ranks first
+    close = {(old, stranger): 0.2, (old, successor): 0.7}
+    hits = [stranger, old, successor]
+
+    def both(o: uuid.UUID, n: uuid.UUID) -> bool:
+        return o == old
+
+    _, replaced = newest_first(
+        hits, key=lambda i: i, newer=lambda a, b: age[a] > age[b], updates=both,
+        closeness=lambda o, n: close.get((o, n), 0.0),
+    )  # fmt: skip
+    assert replaced == {old: successor}
+    # Without a closeness, the best ranked newer value replaces it.
+    _, first = newest_first(hits, key=lambda i: i, newer=lambda a, b: age[a] > age[b], updates=both)
+    assert first == {old: stranger}
+
+
 OLD = "Our team standup is at 9:15."
 NEW = "Small logistics thing: the standup got pushed to 10:00 so the Denver folks can join."
 

@@ -277,6 +277,10 @@ def newest_hits(
     source_of = {s.fact.id: hit for hit, found in successors.items() for s in found}
     listed = [x for h in hits for x in (h, *successors.get(h.fact.id, ()))]
 
+    def cosine(old: FactSearchHit, new: FactSearchHit) -> float:
+        va, vb = vectors.get(old.fact.id), vectors.get(new.fact.id)
+        return 0.0 if va is None or vb is None else float(np.dot(va, vb))
+
     def updates(old: FactSearchHit, new: FactSearchHit) -> bool:
         if new.fact.id in source_of or old.fact.id in source_of:
             if source_of.get(new.fact.id) != old.fact.id:
@@ -285,15 +289,13 @@ def newest_hits(
             statement(old.fact.content), statement(new.fact.content)
         ):
             return False
-        va, vb = vectors.get(old.fact.id), vectors.get(new.fact.id)
-        cosine = 0.0 if va is None or vb is None else float(np.dot(va, vb))
-        return judge(old.fact.content, new.fact.content, cosine)
+        return judge(old.fact.content, new.fact.content, cosine(old, new))
 
     ordered, replaced_by = newest_first(
         listed, key=lambda h: h.fact.id,
         newer=lambda a, b: (a.fact.valid_from, a.fact.created_at)
         > (b.fact.valid_from, b.fact.created_at),
-        updates=updates,
+        updates=updates, closeness=cosine,
     )  # fmt: skip
     replacing = set(replaced_by.values())
     return [

@@ -28,12 +28,17 @@ def newest_first(
     key: Callable[[H], uuid.UUID],
     newer: Callable[[H, H], bool],
     updates: Callable[[H, H], bool],
+    closeness: Callable[[H, H], float] = lambda _old, _new: 0.0,
 ) -> tuple[list[H], dict[uuid.UUID, uuid.UUID]]:
     """``hits`` reordered so that a newer hit updating an older one comes right before it,
     and ``{older id: newer id}`` for every older hit so placed. ``updates(old, new)``: the
-    newer one gives a new value of the older one's slot."""
+    newer one gives a new value of the older one's slot. Where several newer hits do, the
+    one closest to the older one (``closeness``; without it, the best ranked) replaces it:
+    a search puts facts that share a word or two with the older one beside its own
+    successor ("Ilse's physio moved her sessions" beside "Ilse keeps 4 hens" and "a fox
+    got one of Ilse's hens")."""
     top = list(hits[:MAX_COMPARED])
-    replaced_by: dict[uuid.UUID, uuid.UUID] = {}
+    best: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
     # Every pair, whichever ranks first: an older value recalled below its newer one is
     # still out of date, and must be marked so (not only reordered when it ranks above).
     for i, first in enumerate(top):
@@ -44,8 +49,10 @@ def newest_first(
                 old, new = second, first
             else:
                 continue
-            if key(old) not in replaced_by and updates(old, new):
-                replaced_by[key(old)] = key(new)
+            close = closeness(old, new)
+            if (key(old) not in best or close > best[key(old)][0]) and updates(old, new):
+                best[key(old)] = (close, key(new))
+    replaced_by = {old: new for old, (_, new) in best.items()}
     placed: set[uuid.UUID] = set()
     ordered: list[H] = []
     by_id = {key(h): h for h in top}
