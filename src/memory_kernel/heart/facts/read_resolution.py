@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from memory_kernel.heart.facts.arithmetic import reconciles
 from memory_kernel.heart.facts.change import announces_change_from, change_verb_at
 from memory_kernel.heart.facts.frames import compare
 from memory_kernel.heart.facts.normalise import TextFeatures, features
@@ -165,6 +166,8 @@ def read_ruled(
     if _swapped_apart(query, s_old, s_new) or other_time(query, s_old, s_new):
         return 0.0
     if states_of_one_item(query, s_old, s_new) or announced_for(query, s_old, s_new):
+        return 1.0
+    if reconciles(s_old, s_new) and query_tied(query, s_old, s_new):
         return 1.0
     return None
 

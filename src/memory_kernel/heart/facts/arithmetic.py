@@ -1,0 +1,64 @@
+"""Pure test of whether a newer statement's numbers reconcile with an older one's: the
+older amount, changed by an amount the newer gives, is another amount the newer gives.
+
+People tell a new count with its change: "Brightline has 40 seats" / "they added 25 seats,
+so 65 total"; "I weighed 192 lbs" / "Scale said 181 this morning, down 11 pounds"; "We
+have 3 spare monitors" / "gave one of them to the intern, 2 left". The sum is the tie: two
+statements about different things rarely hold three amounts that add up. The words around
+the numbers need not match at all ("two newbies joined last wk so we're at 11").
+
+Calendar values (dates, years, times, days, "March 17") are no amounts, and neither are
+the ends of a range ("$8 for 2 to 6 hours", "ages 4–6"): a price list's ranges add up by
+construction.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory_kernel.heart.facts.slots import Statement
+
+__all__ = ["reconciles"]
+
+_CALENDAR = frozenset({"date", "year", "time", "day", "month"})
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_RANGE = re.compile(r"(\d[\d,.]*)\s*[kK]?\s*(?:-|–|—|to)\s*[$€£]?(\d[\d,.]*)")
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_DAY_OF_MONTH = re.compile(
+    rf"\b{_MONTH}\s+(\d{{1,2}})\b|\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}",
+    re.IGNORECASE,
+)
+
+
+def _not_amounts(text: str) -> set[float]:
+    """The numbers of ``text`` that end a range or name a day of a month."""
+    found = set()
+    for pattern in (_RANGE, _DAY_OF_MONTH):
+        for match in pattern.finditer(text):
+            found |= {float(g.replace(",", "").rstrip(".")) for g in match.groups() if g}
+    return found
+
+
+def _amounts(s: Statement) -> list[float]:
+    """The amounts ``s`` gives, each once (in the slot view's normal form: "$120k" is
+    120000), the ends of ranges and the days of months left out."""
+    ends = _not_amounts(s.text)
+    out = set()
+    for kind, value in s.values:
+        found = _NUMBER.search(value) if kind not in _CALENDAR else None
+        if found is not None and float(found.group()) not in ends:
+            out.add(float(found.group()))
+    return sorted(out)
+
+
+def reconciles(old: Statement, new: Statement) -> bool:
+    """An amount of ``old``, plus or minus one amount of ``new``, is another amount of
+    ``new`` that ``old`` does not give: ``new`` tells the change and the result."""
+    before, after = _amounts(old), _amounts(new)
+    return any(
+        a != result and change != result and abs(abs(a - result) - change) < 1e-9 * max(a, 1)
+        for a in before
+        for change in after
+        for result in after
+        if change > 0 and result not in before
+    )
