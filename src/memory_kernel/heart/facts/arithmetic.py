@@ -39,16 +39,16 @@ def _not_amounts(text: str) -> set[float]:
     return found
 
 
-def _amounts(s: Statement) -> list[float]:
-    """The amounts ``s`` gives, each once (in the slot view's normal form: "$120k" is
-    120000), the ends of ranges and the days of months left out."""
+def _amounts(s: Statement) -> set[float]:
+    """The amounts ``s`` gives (in the slot view's normal form: "$120k" is 120000), the
+    ends of ranges and the days of months left out."""
     ends = _not_amounts(s.text)
     out = set()
     for kind, value in s.values:
         found = _NUMBER.search(value) if kind not in _CALENDAR else None
         if found is not None and float(found.group()) not in ends:
             out.add(float(found.group()))
-    return sorted(out)
+    return out
 
 
 def reconciles(old: Statement, new: Statement) -> bool:
@@ -56,9 +56,9 @@ def reconciles(old: Statement, new: Statement) -> bool:
     ``new`` that ``old`` does not give: ``new`` tells the change and the result."""
     before, after = _amounts(old), _amounts(new)
     return any(
-        a != result and change != result and abs(abs(a - result) - change) < 1e-9 * max(a, 1)
+        abs(abs(a - result) - change) < 1e-9 * max(a, 1)
         for a in before
         for change in after
         for result in after
-        if change > 0 and result not in before
+        if 0 < change != result and result not in before
     )

@@ -40,28 +40,34 @@ from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, tokens
 __all__ = ["announces_change", "announces_change_from", "change_verb_at", "corrects"]
 
 _NUMBER = r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|a hundred|a thousand)"
-_CONSTRUCTIONS = tuple(
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (
-        # A verb of changing a value, then its target or source within four words.
-        r"\b(?:switch|mov|chang|bump|push|revis|hand|shift|migrat|upgrad|downgrad|reschedul"
-        r"|replac|swapp?|transferr?|convert|rais|lower|cut|increas|decreas|adjust|defer"
-        r"|extend|stretch|reduc|dropp?)\w*\b(?:\W+[\w'-]+){0,4}?\W+(?:to|into|over|from)\b",
-        # The present against the past.
-        r"\b(?:now|again|anymore|any more|no longer|lately|these days|nowadays|from now on"
-        r"|as of|instead|currently|makes? (?:it|that)|made it to)\b",
-        r"\b(?:is|are|was|were|'re|'s|am|'m|went|gone|goes|go|just)\s+(?:up|down)\s+to\b",
-        # Arriving at a new level.
-        r"\b(?:crossed|crossing|hits?|hitting|reached|reaching|passed|passing|topped)\b"
-        rf"(?:\W+[\w'-]+){{0,2}}?\W+{_NUMBER}\b",
-        # A habit that holds up to now.
-        r"\b(?:i've|we've|i have|we have|has|have|'ve)\s+been\s+(?:\w+ing|into)\b",
-        # The old value given up.
-        r"\b(?:retired|ditched|quit|cancell?ed|gave up|parted ways|stopped|dropped)\b",
-        # A new one acquired.
-        r"\b(?:has|have|had|got|gets|getting)\s+(?:a\s+|an\s+)?new\b",
-        r"^\W*new\s+[\w' -]{1,30}:",
-    )
+# A verb of changing a value, then its target or source within four words.
+_CHANGE_VERB = re.compile(
+    r"\b(?:switch|mov|chang|bump|push|revis|hand|shift|migrat|upgrad|downgrad|reschedul"
+    r"|replac|swapp?|transferr?|convert|rais|lower|cut|increas|decreas|adjust|defer"
+    r"|extend|stretch|reduc|dropp?)\w*\b(?:\W+[\w'-]+){0,4}?\W+(?:to|into|over|from)\b",
+    re.IGNORECASE,
+)
+_CONSTRUCTIONS = (
+    _CHANGE_VERB,
+    *(
+        re.compile(pattern, re.IGNORECASE)
+        for pattern in (
+            # The present against the past.
+            r"\b(?:now|again|anymore|any more|no longer|lately|these days|nowadays|from now on"
+            r"|as of|instead|currently|makes? (?:it|that)|made it to)\b",
+            r"\b(?:is|are|was|were|'re|'s|am|'m|went|gone|goes|go|just)\s+(?:up|down)\s+to\b",
+            # Arriving at a new level.
+            r"\b(?:crossed|crossing|hits?|hitting|reached|reaching|passed|passing|topped)\b"
+            rf"(?:\W+[\w'-]+){{0,2}}?\W+{_NUMBER}\b",
+            # A habit that holds up to now.
+            r"\b(?:i've|we've|i have|we have|has|have|'ve)\s+been\s+(?:\w+ing|into)\b",
+            # The old value given up.
+            r"\b(?:retired|ditched|quit|cancell?ed|gave up|parted ways|stopped|dropped)\b",
+            # A new one acquired.
+            r"\b(?:has|have|had|got|gets|getting)\s+(?:a\s+|an\s+)?new\b",
+            r"^\W*new\s+[\w' -]{1,30}:",
+        )
+    ),
 )
 # ", not Gary", "— not Tuesdays", "Tuesdays not Thursdays": the word a contrastive "not"
 # denies — after punctuation or a word that is no auxiliary ("is not", "I'm not" negate).
@@ -88,7 +94,7 @@ def announces_change(text: str) -> bool:
 def change_verb_at(text: str) -> int | None:
     """Where the first verb of changing a value with its target or source starts in
     ``text`` ("My teacher had to *switch* me to Mondays"); ``None`` where there is none."""
-    found = _CONSTRUCTIONS[0].search(text)
+    found = _CHANGE_VERB.search(text)
     return found.start() if found else None
 
 

@@ -156,9 +156,14 @@ def read_features(
 def read_ruled(
     query: Query, old: TextFeatures, new: TextFeatures, t: RelationThresholds
 ) -> float | None:
-    """1 or 0 where the rules decide the pair for ``query`` (the write-time rules, then
-    :func:`_swapped_apart` and
-    :func:`~memory_kernel.heart.facts.query_swap.other_time`); ``None``: the scorer must."""
+    """1 or 0 where the rules decide the pair for ``query``; ``None``: the scorer must.
+    0: the write-time rules' veto, then :func:`_swapped_apart` and
+    :func:`~memory_kernel.heart.facts.query_swap.other_time`. 1: the write-time rules, two
+    states of one item (``query_slot.states_of_one_item``), a change announced for it
+    (:func:`announced_for`), or amounts that reconcile (``arithmetic.reconciles``: "40
+    seats" / "added 25 seats, so 65 total") where the query ties both; read time only, as
+    in one store the amounts of strangers add up by chance (docs/tuning.md, eighteenth
+    round)."""
     ruled = ruled_update(old, new, t)
     if ruled is not None:
         return ruled
