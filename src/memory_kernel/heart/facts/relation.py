@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from memory_kernel.heart.facts.arithmetic import recounted
 from memory_kernel.heart.facts.change import announces_change_from
 from memory_kernel.heart.facts.frames import FrameDiff, abbreviates, compare, may_be_parallel
 from memory_kernel.heart.facts.normalise import TextFeatures, same_stem, tokens
@@ -178,25 +179,13 @@ def veto(old: Statement, new: Statement) -> str | None:
     """Why ``new`` cannot be an update of ``old``, whatever else they share."""
     if old.question or new.question:
         return "a question is not an update"
-    if new.list_item or (new.listed & (old.content | old.listed) and not _recounted(old, new)):
+    if new.list_item or (new.listed & (old.content | old.listed) and not recounted(old, new)):
         return "a list item adds, it does not replace"
     if old.irrealis != new.irrealis:
         return "a goal, plan or report beside a statement"
     if _identifiers_contrast(old, new):
         return "different identifiers"
     return None
-
-
-def _recounted(old: Statement, new: Statement) -> bool:
-    """``new`` takes one of the things ``old`` counts and gives another count ("We have 3
-    spare monitors" / "gave one of the spare monitors to the intern, 2 left"): the count
-    changed, nothing was added to a list. A count the two share ("one of my 3 cats is
-    twelve") or a value of another kind ("one of the trucks needs $800 of tyres") is no
-    new count. Found on W (read: 203 · 58 → 205 · 56 newest first · stale presented);
-    the sealed sets hold no such pair (unchanged)."""
-    counts_old = {v for kind, v in old.values if kind == "number"}
-    counts_new = {v for kind, v in new.values if kind == "number"} - {"1"}
-    return bool(counts_old) and bool(counts_new) and not counts_old & counts_new
 
 
 def _scored(scorer: LinearScorer, features: dict[str, float]) -> float:
