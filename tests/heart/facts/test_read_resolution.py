@@ -173,8 +173,8 @@ def test_two_states_of_one_named_item_answer_a_status_question_newest_first() ->
     # The older holds no word of the query: the scorer weighs it; another value is no state.
     assert ruled("loft permit approved!! builders can start in May", "is it approved") is None
     nuts = features("Hannah is allergic to nuts.")
-    query = query_view("is Hannah allergic to nuts")
-    assert read_ruled(query, nuts, features("Hannah is allergic to shellfish."), t) != 1.0
+    asked = query_view("is Hannah allergic to nuts")
+    assert read_ruled(asked, nuts, features("Hannah is allergic to shellfish."), t) != 1.0
 
 
 def test_a_newer_fact_announcing_a_change_of_what_the_older_is_about_answers_first() -> None:
