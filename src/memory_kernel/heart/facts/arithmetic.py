@@ -20,10 +20,11 @@ from __future__ import annotations
 import re
 
 from memory_kernel.heart.facts.slots import Statement
+from memory_kernel.heart.facts.values import PERIOD_KINDS
 
 __all__ = ["reconciles", "recounted"]
 
-_CALENDAR = frozenset({"date", "year", "time", "day", "month"})
+_CALENDAR = PERIOD_KINDS | {"time"}  # what the slot view types a date, day, year or time
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _RANGE = re.compile(r"(\d[\d,.]*)\s*[kK]?\s*(?:-|–|—|to)\s*[$€£]?(\d[\d,.]*)")
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
