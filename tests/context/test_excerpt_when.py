@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memory_kernel.context.excerpt import ELLIPSIS, excerpt
+from memory_kernel.context.excerpt import ELLIPSIS, excerpt, sentences
 from memory_kernel.dates import day, resolve_relative
 
 LONG = (
@@ -28,6 +28,14 @@ def test_a_long_turn_shows_the_sentences_about_the_query() -> None:
     assert shown.startswith(ELLIPSIS + "And the lender's float-down came through")
     assert "6.5%" in shown and len(shown) <= 152  # the text plus the two ellipses
     assert shown.endswith(ELLIPSIS)
+
+
+def test_a_stop_inside_a_word_ends_no_sentence() -> None:
+    text = "We're now at 6.5%. Use v4.2.1 of node.js, see example.com! Done? Yes."
+    said = [text[start:end] for start, end in sentences(text)]
+    assert said == [
+        "We're now at 6.5%.", "Use v4.2.1 of node.js, see example.com!", "Done?", "Yes.",
+    ]  # fmt: skip
 
 
 def test_word_forms_match_on_their_first_five_letters() -> None:

@@ -21,7 +21,9 @@ from collections.abc import Iterable
 __all__ = ["ELLIPSIS", "excerpt", "sentences"]
 
 ELLIPSIS = "…"
-_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
+# A stop ends a sentence only before a space, a closing quote or the end: "6.5%", "v4.2.1",
+# "node.js" and "example.com" are one word each (split there, a rest rejoined "6. 5%").
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?]+(?=[^\s.!?\"')\]]))*(?:[.!?]+|\n|$)")
 _WORD = re.compile(r"[^\W_]+")
 _STEM = 5
 
