@@ -85,7 +85,7 @@ def test_ku_names_the_fact_of_another_pair_that_marks_one(tmp_path: Path) -> Non
          "new_fact": "Ilse's neighbour keeps two goats."},
         {"id": "physio", "label": "update", "topic": "Where does Ilse go for physio?",
          "old_fact": "Ilse goes to physio at the clinic on Main Street.",
-         "new_fact": "Ilse's physio moved her sessions to their new site in Oud-Zuid."},
+         "new_fact": "Ilse's physio moved her to 2 sessions a week at their new site."},
     ]  # fmt: skip
     data = tmp_path / "ku.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")

@@ -13,6 +13,7 @@ from memory_kernel.heart.facts.normalise import features
 from memory_kernel.heart.facts.query_slot import (
     READ_FEATURES,
     answers,
+    no_asked_value,
     query_features,
     query_view,
 )
@@ -198,6 +199,57 @@ def test_a_newer_fact_announcing_a_change_of_what_the_older_is_about_answers_fir
     therapist = features("I see my therapist every Monday.")
     guitar = features("My guitar teacher switched me to Thursday evenings.")
     assert read_ruled(query_view("which day do I see my therapist"), therapist, guitar, t) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "old", "new", "valued"),
+    [
+        (
+            "How many regular members does the book club have?",
+            "The book club has 9 regular members.",
+            "Library room kept getting double-booked, so book club meets at the café now.",
+            "Two more joined, so the book club is at 11 regular members now.",
+        ),
+        (
+            "What time does pottery class start?",
+            "Pottery class starts at 6:45.",
+            "Finished converting Lantern Hill Pottery into an LLC.",
+            "Pottery class got moved to 7:15 from next week.",
+        ),
+        (
+            "How much is Oskar's rent?",
+            "Oskar's rent is 11,200 kr a month.",
+            "oskar cancelled hangar, climbs at Cragworks now.",
+            "oskar's landlord raised the rent, it's 12,000 now.",
+        ),
+    ],
+)
+def test_a_newer_fact_without_a_value_of_the_asked_kind_gives_none(
+    query: str, old: str, new: str, valued: str
+) -> None:
+    """Whatever the newer fact announces, where the query asks for an amount, a count or a
+    time and it gives none, it replaces nothing; with such a value (read loosely: any
+    number for an amount) the rules and the scorer decide as before."""
+    t = RelationThresholds.from_config(HeartConfig())
+    view = query_view(query)
+    assert no_asked_value(view, statement(old), statement(new))
+    assert read_ruled(view, features(old), features(new), t) == 0.0
+    assert not no_asked_value(view, statement(old), statement(valued))
+    assert read_ruled(view, features(old), features(valued), t) != 0.0
+
+
+def test_a_question_for_a_state_a_name_or_a_version_asks_for_no_kind_of_value() -> None:
+    """A state, a name or an identifier may change without a typed value: the rule stays
+    out ("is the café still open": "The café closed for good"; "which version": "v3")."""
+    for query, old, new in (
+        ("is the café still open", "The café is open until 8.", "The café closed for good."),
+        ("who runs the book club", "The book club is run by Ines.", "The book club folded."),
+        ("which API version should partners integrate against",
+         "Partners should integrate against API 2.", "All partner integrations target v3."),
+    ):  # fmt: skip
+        view = query_view(query)
+        assert answers(view, statement(old))
+        assert not no_asked_value(view, statement(old), statement(new))
 
 
 def test_a_state_question_about_an_identifier_is_answered_by_what_names_it() -> None:

@@ -26,7 +26,7 @@ from memory_kernel.heart.facts.values import PERIOD_KINDS
 
 __all__ = [
     "QUERY_FEATURES", "READ_FEATURES", "READ_PAIR_FEATURES", "STATE", "Query", "answers",
-    "query_features", "query_view", "states_of_one_item",
+    "no_asked_value", "query_features", "query_view", "states_of_one_item",
 ]  # fmt: skip
 
 QUERY_FEATURES = (
@@ -175,6 +175,32 @@ def answers(query: Query, s: Statement) -> bool:
             return True
         return bool(query.content) and covered(query.content, s.topic_pool) > 0
     return bool(query.asked & _kinds(s))
+
+
+def _read_loosely(asked: frozenset[str]) -> frozenset[str]:
+    """The kinds of value that may give what ``asked`` asks for, read loosely (an amount
+    or a count: any number; a day or a time: any period, time or number), so that a value
+    the slot view types otherwise ("2,000" read as a year, "20 days" as a duration) still
+    counts. Empty where the query asks for anything else: a state, a name, or an
+    identifier ("which version": "v3" is no number)."""
+    if "identifier" in asked:
+        return frozenset()
+    kinds: set[str] = set()
+    if asked & _NUMERIC:
+        kinds |= _NUMERIC | {"frequency", "duration", "year"}
+    if asked & _WHEN:
+        kinds |= _WHEN | {"number", "duration"}
+    return frozenset(kinds)
+
+
+def no_asked_value(query: Query, old: Statement, new: Statement) -> bool:
+    """``query`` asks for an amount, a count, a day or a time; ``old`` gives one and
+    ``new`` gives no value that could be one (:func:`_read_loosely`): whatever ``new``
+    announces, it gives no new value of what is asked ("How many regular members does the
+    book club have": "The book club has 9 regular members" / "Library room kept getting
+    double-booked, so book club meets at the café now")."""
+    kinds = _read_loosely(query.asked)
+    return bool(kinds) and answers(query, old) and not kinds & new.value_types
 
 
 def states_of_one_item(query: Query, old: Statement, new: Statement) -> bool:

@@ -61,6 +61,7 @@ from memory_kernel.heart.facts.pairs import (
 from memory_kernel.heart.facts.query_slot import (
     Query,
     answers,
+    no_asked_value,
     query_features,
     query_view,
     states_of_one_item,
@@ -157,8 +158,9 @@ def read_ruled(
     query: Query, old: TextFeatures, new: TextFeatures, t: RelationThresholds
 ) -> float | None:
     """1 or 0 where the rules decide the pair for ``query``; ``None``: the scorer must.
-    0: the write-time rules' veto, then :func:`_swapped_apart` and
-    :func:`~memory_kernel.heart.facts.query_swap.other_time`. 1: the write-time rules, two
+    0: the write-time rules' veto, then :func:`_swapped_apart`,
+    :func:`~memory_kernel.heart.facts.query_swap.other_time` and a newer fact without a
+    value of the kind asked (``query_slot.no_asked_value``). 1: the write-time rules, two
     states of one item (``query_slot.states_of_one_item``), a change announced for it
     (:func:`announced_for`), or amounts that reconcile (``arithmetic.reconciles``: "40
     seats" / "added 25 seats, so 65 total") where the query ties both; read time only, as
@@ -169,6 +171,8 @@ def read_ruled(
         return ruled
     s_old, s_new = statement(old.text), statement(new.text)
     if _swapped_apart(query, s_old, s_new) or other_time(query, s_old, s_new):
+        return 0.0
+    if no_asked_value(query, s_old, s_new):
         return 0.0
     if states_of_one_item(query, s_old, s_new) or announced_for(query, s_old, s_new):
         return 1.0
