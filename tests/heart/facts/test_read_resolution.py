@@ -252,6 +252,25 @@ def test_a_question_for_a_state_a_name_or_a_version_asks_for_no_kind_of_value() 
         assert not no_asked_value(view, statement(old), statement(new))
 
 
+@pytest.mark.parametrize(
+    ("query", "old", "new"),
+    [
+        ("What day does the allotment committee meet?", "The allotment committee meets on "
+         "Tuesdays.", "allotment cttee switched to weds, tues clashed with choir"),
+        ("How long is the user's commute?", "My commute is about 25 minutes by bike.",
+         "Since the move it's a 50-minute train ride each way."),
+        ("How many subscribers are there?", "The newsletter has about 1,200 subscribers.",
+         "We crossed 2,000 newsletter subscribers this week."),
+    ],
+)  # fmt: skip
+def test_a_value_the_slot_view_reads_otherwise_still_may_give_the_asked_kind(
+    query: str, old: str, new: str
+) -> None:
+    """Read loosely: a day written short, a number joined to its unit (a kind of ride to
+    the slot view) or one it reads as a year may be the value asked for."""
+    assert not no_asked_value(query_view(query), statement(old), statement(new))
+
+
 def test_a_state_question_about_an_identifier_is_answered_by_what_names_it() -> None:
     query = query_view("what is the status of 014")
     old, new = statement("014 status: PLANNED"), statement("014 merged into main today.")

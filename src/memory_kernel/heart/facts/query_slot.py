@@ -177,30 +177,38 @@ def answers(query: Query, s: Statement) -> bool:
     return bool(query.asked & _kinds(s))
 
 
-def _read_loosely(asked: frozenset[str]) -> frozenset[str]:
-    """The kinds of value that may give what ``asked`` asks for, read loosely (an amount
-    or a count: any number; a day or a time: any period, time or number), so that a value
-    the slot view types otherwise ("2,000" read as a year, "20 days" as a duration) still
-    counts. Empty where the query asks for anything else: a state, a name, or an
-    identifier ("which version": "v3" is no number)."""
-    if "identifier" in asked:
-        return frozenset()
+#: Days as people write them short ("switched to weds", "demos -> fri"), read as days only
+#: where a question about a day is asked (:func:`_may_give`).
+_SHORT_DAYS = frozenset("mon tue tues wed weds thu thur thurs fri sat sun".split())
+
+
+def _may_give(asked: frozenset[str], s: Statement) -> bool:
+    """Whether ``s`` may give a value of the kind ``asked``, read loosely: any digit (the
+    slot view reads "2,000" as a year and "a 50-minute ride" as a kind of ride); for an
+    amount or a count, a number in words too; for a day or a time, a period, a time, a
+    number or a day written short."""
+    if any(c.isdigit() for c in s.text):
+        return True
     kinds: set[str] = set()
     if asked & _NUMERIC:
         kinds |= _NUMERIC | {"frequency", "duration", "year"}
     if asked & _WHEN:
         kinds |= _WHEN | {"number", "duration"}
-    return frozenset(kinds)
+    if kinds & s.value_types:
+        return True
+    return bool(asked & _WHEN) and not _SHORT_DAYS.isdisjoint(re.findall(r"[a-z]+", s.text.lower()))
 
 
 def no_asked_value(query: Query, old: Statement, new: Statement) -> bool:
     """``query`` asks for an amount, a count, a day or a time; ``old`` gives one and
-    ``new`` gives no value that could be one (:func:`_read_loosely`): whatever ``new``
-    announces, it gives no new value of what is asked ("How many regular members does the
-    book club have": "The book club has 9 regular members" / "Library room kept getting
-    double-booked, so book club meets at the café now")."""
-    kinds = _read_loosely(query.asked)
-    return bool(kinds) and answers(query, old) and not kinds & new.value_types
+    ``new`` gives nothing that may be one (:func:`_may_give`): whatever ``new`` announces,
+    it gives no new value of what is asked ("How many regular members does the book club
+    have": "The book club has 9 regular members" / "Library room kept getting
+    double-booked, so book club meets at the café now"). Not where the query asks for an
+    identifier ("which version": "v3"), a name or a state, which change without a number."""
+    if "identifier" in query.asked or not query.asked & (_NUMERIC | _WHEN):
+        return False
+    return answers(query, old) and not _may_give(query.asked, new)
 
 
 def states_of_one_item(query: Query, old: Statement, new: Statement) -> bool:
