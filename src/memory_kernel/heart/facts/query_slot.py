@@ -179,7 +179,9 @@ def answers(query: Query, s: Statement) -> bool:
 
 #: Days as people write them short ("switched to weds", "demos -> fri"), read as days only
 #: where a question about a day is asked (:func:`_may_give`).
-_SHORT_DAYS = frozenset("mon tue tues wed weds thu thur thurs fri sat sun".split())
+_SHORT_DAYS = frozenset(
+    {"mon", "tue", "tues", "wed", "weds", "thu", "thur", "thurs", "fri", "sat", "sun"}
+)
 
 
 def _may_give(asked: frozenset[str], s: Statement) -> bool:
