@@ -200,6 +200,16 @@ async def test_relative_time_in_a_fact_is_followed_by_the_date_it_meant() -> Non
     assert fact.content == "Caroline went to a support group yesterday (yesterday: 7 May 2023)."
 
 
+@pytest.mark.parametrize("label", ["Update", "Note", "PS", "FYI"])
+def test_a_label_saying_what_kind_of_message_follows_is_no_speaker(label: str) -> None:
+    """The label of "Update: I'm allergic to penicillin" is no speaker called Update;
+    a transcript's name label still says who "I" is."""
+    (fact,) = _facts(f"{label}: I'm allergic to penicillin.")
+    assert fact.content == "The user is allergic to penicillin."
+    (named,) = _facts("Priya: I'm allergic to penicillin.")
+    assert named.content == "Priya is allergic to penicillin."
+
+
 def test_coordinated_verb_phrases_become_one_fact_each_with_the_holder_repeated() -> None:
     facts = _facts("I moved to Denver and started a new job at Arup.")
     assert [(f.content, f.subject) for f in facts] == [

@@ -53,6 +53,16 @@ _CLAUSE_JOIN = re.compile(r"\s*;\s+|\s+[-–—]+\s+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 _LABEL = re.compile(r"^([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}):\s+(?=\S)")
 _CAPTION = re.compile(r"\s*\[image:[^\]]*\]\s*$")
+# What a message opens with to say what kind of message it is ("Update: I've settled on
+# 78%", "Note: I'm allergic to penicillin"): a label, not a speaker, so "I" stays the user.
+_MESSAGE_KINDS = _set(
+    """
+    update updates note notes edit ps fyi btw also anyway question questions answer reminder
+    summary recap context background status progress milestone correction followup todo
+    plan goal idea issue problem warning caveat result results decision feedback request
+    tip aside addendum disclaimer bonus news
+    """
+)
 
 SMALL_TALK = _set(
     """
@@ -130,10 +140,11 @@ _RELATIVE = re.compile(r"(?<=\w),\s+(?:which|who)\s+(?=[a-z])")
 
 def speaker_label(text: str) -> tuple[str | None, str]:
     """A transcript's ``"Name: text"`` label (and a trailing ``[image: …]`` caption) split
-    off: the name says who "I" is. ``(None, text)`` without one."""
+    off: the name says who "I" is. ``(None, text)`` without one, or where the label says
+    what kind of message follows ("Update:", "Note:"), not who speaks."""
     body = _CAPTION.sub("", text)
     match = _LABEL.match(body)
-    if match is None:
+    if match is None or match.group(1).lower().rstrip(".") in _MESSAGE_KINDS:
         return None, body
     return match.group(1), body[match.end() :]
 
