@@ -16,6 +16,7 @@ from memory_kernel.cli import app
 from memory_kernel.embeddings import HYBRID_NAME
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval.answers import ContextText, date_mentions, normalise
+from memory_kernel.eval.conversations import _Replay
 from memory_kernel.eval.dialogues import (
     Turn,
     exchanges,
@@ -24,6 +25,9 @@ from memory_kernel.eval.dialogues import (
     parse_longmemeval_date,
 )
 from memory_kernel.eval.naive import NaiveStore
+from memory_kernel.eval.store import eval_kernel
+from memory_kernel.heart.extraction.rules import RuleExtractor
+from memory_kernel.testing import FrozenClock
 
 
 def _write(path: Path, rows: list[dict[str, Any]], *, jsonl: bool) -> Path:
@@ -348,6 +352,29 @@ def test_end_to_end_through_the_hooks(authored: Path, tmp_path: Path) -> None:
     assert [d["qid"] for d in dumped] == list(details)  # --contexts: every question, in order
     assert all(isinstance(d["ours"], str) and d["naive"] for d in dumped)
     assert dumped[0]["answer"] and "stale_answers" in dumped[0]
+
+
+@pytest.mark.usefixtures("eval_dsn")
+@pytest.mark.parametrize("extracts", [True, False])
+async def test_the_replay_extracts_each_exchange_right_after_it(
+    authored: Path, extracts: bool
+) -> None:
+    """With an extractor, the replay drains the queue after every exchange, at that
+    exchange's clock time (the kernel's worker is off), so a run does not depend on when
+    the worker's wall-clock poll came. Without the drain, nothing is extracted before a
+    consolidation."""
+    (dialogue, *_) = load_dataset(authored, limit=1).dialogues
+    clock = FrozenClock(dialogue.sessions[0].date)
+    config: dict[str, object] = {"extraction": {"worker": False}}
+    async with eval_kernel(
+        HashingEmbedder(), clock=clock, config=config, extractor=RuleExtractor()
+    ) as kernel:
+        replay = _Replay(kernel, clock, extracts=extracts)
+        replay.start_agent()
+        await replay.session("a", dialogue.sessions[0], lambda _: None)
+        formed = await kernel.inspect("a", limit=1)
+    facts = sum(c.count for c in formed.counts if str(c.kind) == "fact")
+    assert (facts > 0) is extracts
 
 
 def test_other_suites_refuse_the_conversation_options(dedup_pairs: Path) -> None:

@@ -88,6 +88,10 @@ class _Replay:
 
     kernel: MemoryKernel
     clock: FrozenClock
+    #: Extract each exchange's facts right after it (the kernel's worker is off): the worker
+    #: drains on its own wall-clock polls, so which clock time a fact got, and with it what
+    #: consolidation decayed, varied from run to run (docs/tuning.md, nineteenth round).
+    extracts: bool = False
     done: Replayed = field(default_factory=Replayed)
     actions: Counter[str] = field(default_factory=Counter)
     day: date | None = None
@@ -122,6 +126,8 @@ class _Replay:
                 TurnInput(agent_id=agent, session_id=session_id, message=message)
             )
             await self.kernel.post_turn(ctx.turn, TurnOutcome(response_text=reply))
+            if self.extracts:
+                await self.kernel.extract_pending(agent)
             self.done.exchanges += 1
             self.clock.advance(TURN_STEP)
             advance(1)
@@ -222,9 +228,11 @@ async def run(
     clock = FrozenClock(first)
     results: list[QuestionResult] = []
     texts: list[dict[str, Any]] | None = None if contexts is None else []
-    async with eval_kernel(embedder, clock=clock, extractor=_EXTRACTORS[extractor]()) as kernel:
+    chosen = _EXTRACTORS[extractor]()
+    config: dict[str, object] = {"extraction": {"worker": False}}
+    async with eval_kernel(embedder, clock=clock, config=config, extractor=chosen) as kernel:
         has_end_session = callable(getattr(kernel, "end_session", None))
-        replay = _Replay(kernel, clock)
+        replay = _Replay(kernel, clock, extracts=chosen is not None)
         with progress("conversations", len(dataset.dialogues)) as advance:
             for n, dialogue in enumerate(dataset.dialogues, 1):
                 results += await _dialogue(replay, n, dialogue, embedder, counter, budget, texts)
