@@ -4,9 +4,11 @@ new value of an older one's slot?
 The same rules as at write time decide first (``relation.ruled_update``: a question, a
 list item, a goal beside a statement or another identifier is never an update; a pair
 written in parallel is one when nothing but a value changed, and none when it restates or
-names another holder or identifier), then one rule only the
+names another holder or identifier), then the rules only the
 query can give (``query_swap``: a look-alike written in parallel whose newer side replaces
-the word the query asks about is about another thing; ``query_slot.states_of_one_item``: a
+the word the query asks about is about another thing; ``query_slot.no_asked_value``: a
+newer fact with nothing that may be the amount, count, day or time asked gives none of
+it; ``query_slot.states_of_one_item``: a
 question about the state of a numbered thing, "the status of ticket 4411", is answered
 newest first by two statements naming exactly that thing; :func:`announced_for`: so is a
 query both facts answer when the newer announces a change of what the older is about).
