@@ -261,13 +261,15 @@ def test_a_question_for_a_state_a_name_or_a_version_asks_for_no_kind_of_value() 
          "Since the move it's a 50-minute train ride each way."),
         ("How many subscribers are there?", "The newsletter has about 1,200 subscribers.",
          "We crossed 2,000 newsletter subscribers this week."),
+        ("When is the launch?", "The launch is on March 12.", "Launch slipped to next week."),
+        ("What time is pickup?", "Pickup is at 3:10.", "Pickup is at noon now."),
     ],
 )  # fmt: skip
 def test_a_value_the_slot_view_reads_otherwise_still_may_give_the_asked_kind(
     query: str, old: str, new: str
 ) -> None:
     """Read loosely: a day written short, a number joined to its unit (a kind of ride to
-    the slot view) or one it reads as a year may be the value asked for."""
+    the slot view), one it reads as a year, or a word of time may be the value asked for."""
     assert not no_asked_value(query_view(query), statement(old), statement(new))
 
 

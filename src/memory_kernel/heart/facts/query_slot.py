@@ -177,18 +177,20 @@ def answers(query: Query, s: Statement) -> bool:
     return bool(query.asked & _kinds(s))
 
 
-#: Days as people write them short ("switched to weds", "demos -> fri"), read as days only
-#: where a question about a day is asked (:func:`_may_give`).
-_SHORT_DAYS = frozenset(
-    {"mon", "tue", "tues", "wed", "weds", "thu", "thur", "thurs", "fri", "sat", "sun"}
-)
+#: Days as people write them short ("switched to weds", "demos -> fri") and times of day
+#: the slot view gives no value ("at noon now"), read as a time only where a question about
+#: a day or a time is asked (:func:`_may_give`).
+_WHEN_WORDS = frozenset(
+    {"mon", "tue", "tues", "wed", "weds", "thu", "thur", "thurs", "fri", "sat", "sun", "noon",
+     "midnight"}
+)  # fmt: skip
 
 
 def _may_give(asked: frozenset[str], s: Statement) -> bool:
     """Whether ``s`` may give a value of the kind ``asked``, read loosely: any digit (the
     slot view reads "2,000" as a year and "a 50-minute ride" as a kind of ride); for an
     amount or a count, a number in words too; for a day or a time, a period, a time, a
-    number or a day written short."""
+    number, a word of time ("next week", "tomorrow", "tonight") or a day written short."""
     if any(c.isdigit() for c in s.text):
         return True
     kinds: set[str] = set()
@@ -198,7 +200,9 @@ def _may_give(asked: frozenset[str], s: Statement) -> bool:
         kinds |= _WHEN | {"number", "duration"}
     if kinds & s.value_types:
         return True
-    return bool(asked & _WHEN) and not _SHORT_DAYS.isdisjoint(re.findall(r"[a-z]+", s.text.lower()))
+    if not asked & _WHEN:
+        return False
+    return bool(s.time_words) or not _WHEN_WORDS.isdisjoint(re.findall(r"[a-z]+", s.text.lower()))
 
 
 def no_asked_value(query: Query, old: Statement, new: Statement) -> bool:
