@@ -8,7 +8,7 @@ import pytest
 from memory_kernel.config import HeartConfig
 from memory_kernel.heart.facts.normalise import features
 from memory_kernel.heart.facts.query_slot import query_view
-from memory_kernel.heart.facts.query_swap import other_time, swapped_out
+from memory_kernel.heart.facts.query_swap import other_time, swapped_in
 from memory_kernel.heart.facts.read_resolution import read_ruled
 from memory_kernel.heart.facts.relation import RelationThresholds
 from memory_kernel.heart.facts.slots import statement
@@ -33,7 +33,7 @@ def test_the_asked_word_swapped_for_another_is_another_thing(
     query: str, old: str, new: str
 ) -> None:
     view = query_view(query)
-    assert swapped_out(view, statement(old), statement(new))
+    assert swapped_in(view, statement(old), statement(new))
     t = RelationThresholds.from_config(HeartConfig())
     assert read_ruled(view, features(old), features(new), t) == 0.0
 
@@ -56,12 +56,12 @@ def test_the_asked_word_swapped_for_another_is_another_thing(
     ],
 )  # fmt: skip
 def test_no_swap_when_not_parallel_or_the_asked_word_stays(query: str, old: str, new: str) -> None:
-    assert not swapped_out(query_view(query), statement(old), statement(new))
+    assert not swapped_in(query_view(query), statement(old), statement(new))
 
 
 def test_a_query_without_content_words_swaps_nothing() -> None:
     old, new = statement("The tablet has 64 GB of storage."), statement("The tablet has 2 GHz.")
-    assert not swapped_out(query_view("what is it"), old, new)
+    assert not swapped_in(query_view("what is it"), old, new)
 
 
 def test_a_query_pinned_to_a_period_is_not_answered_by_another_period() -> None:
@@ -92,7 +92,7 @@ def test_who_made_a_change_is_no_other_thing(query: str, old: str, new: str) -> 
     tells who changed it: the rule leaves the pair to the scorer instead of ruling it
     apart. What a verb of changing changes is still another thing."""
     view = query_view(query)
-    assert swapped_out(view, statement(old), statement(new))
+    assert swapped_in(view, statement(old), statement(new))
     t = RelationThresholds.from_config(HeartConfig())
     assert read_ruled(view, features(old), features(new), t) != 0.0
     other = new.replace("My violin teacher had to switch me", "Switched the cello lessons")

@@ -25,7 +25,7 @@ from memory_kernel.heart.facts.pairs import covered
 from memory_kernel.heart.facts.query_slot import Query
 from memory_kernel.heart.facts.slots import GENERIC, Statement, stem_is_verb
 
-__all__ = ["MAX_SWAPPED", "other_time", "swapped_in", "swapped_out"]
+__all__ = ["MAX_SWAPPED", "other_time", "swapped_in"]
 
 #: Words one substitution may replace on each side: a word or a compound ("standing
 #: desks" -> "monitor arms"); a longer span is a rewrite, not a parallel sentence.
@@ -77,12 +77,6 @@ def swapped_in(query: Query, old: Statement, new: Statement) -> tuple[str, ...]:
         if lost and put and not any(_asked(w, query) for w in came):
             swapped.extend(put)
     return tuple(swapped)
-
-
-def swapped_out(query: Query, old: Statement, new: Statement) -> bool:
-    """``old`` and ``new`` are written in parallel and ``new`` replaces a word of the
-    query's found in ``old`` by words that are not the query's (:func:`swapped_in`)."""
-    return bool(swapped_in(query, old, new))
 
 
 def other_time(query: Query, old: Statement, new: Statement) -> bool:
