@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -76,6 +77,18 @@ def test_small_decays_wait_unless_they_cross_a_tier() -> None:
     crossing = plan_confidence(_state(0.505, 2), None, NOW, RULES)
     assert crossing is not None and crossing.after < 0.5
     assert plan_confidence(_state(0.8, 10), None, NOW, RULES) is not None
+
+
+def test_a_steady_category_does_not_decay_but_is_still_reinforced() -> None:
+    rules = replace(RULES, steady=frozenset({"preference"}))
+    at = NOW - timedelta(days=400)
+    said_long_ago = ConfidenceState(uuid.uuid4(), 0.7, at, at, "preference")
+    assert plan_confidence(said_long_ago, None, NOW, rules) is None
+    other = replace(said_long_ago, category="work")
+    change = plan_confidence(other, None, NOW, rules)
+    assert change is not None and change.after < 0.3  # decayed as any fact
+    backed = plan_confidence(said_long_ago, Evidence((uuid.uuid4(),), NOW), NOW, rules)
+    assert backed is not None and backed.after == pytest.approx(0.7 + 0.05 * 0.3)
 
 
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=60))

@@ -69,9 +69,9 @@ async def test_a_question_fetches_recall_nodes_concurrently(
 
 
 async def test_excluded_nodes_are_never_queried(kernel: MemoryKernel) -> None:
-    relevance = RelevancePipeline.load(
-        {"template_masks": {"RESPOND": {"facts": False, "decisions": False}}}, strict=True
-    )
+    # user_traits reads the facts table too (the user's preferences): excluded as well.
+    mask = {"facts": False, "decisions": False, "user_traits": False}
+    relevance = RelevancePipeline.load({"template_masks": {"RESPOND": mask}}, strict=True)
     engine = ContextEngine(runtime_of(kernel), relevance=relevance)
     await add_fact(kernel, A, "the cat is named Miso")
     await add_episode(kernel, A, "we talked about the cat Miso")

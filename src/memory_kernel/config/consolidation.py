@@ -20,6 +20,14 @@ class ConsolidationConfig(Frozen):
             "seed's 0.01, about 10% per 10 days)."
         ),
     )
+    steady_categories: tuple[str, ...] = Field(
+        default=("preference",),
+        description=(
+            "Facts of these categories do not decay with time (evidence still reinforces "
+            "them): what the user wants, a rule they keep, holds until they say otherwise (a "
+            "newer value supersedes it) or it is erased, however long ago it was said."
+        ),
+    )
     turn_results_days: float = Field(
         default=30.0,
         gt=0.0,

@@ -33,6 +33,16 @@ class ContextConfig(Frozen):
             "query, when the token budget has room for them."
         ),
     )
+    traits_limit: int = Field(
+        default=3,
+        ge=0,
+        le=100,
+        description=(
+            "user_traits: how many of the user's current preferences (facts of category "
+            "'preference') a turn that includes the node shows, the best for the query, "
+            "before any recalled memory; 0 shows none."
+        ),
+    )
     passive_max_items: int = Field(
         default=40,
         ge=1,

@@ -37,6 +37,7 @@ def confidence_rules(ctx: RunContext) -> ConfidenceRules:
         min_change=cfg.decay_min_change,
         deprecate_below=cfg.deprecate_below,
         tiers=tuple(sorted(tiers)),
+        steady=frozenset(cfg.steady_categories),
     )
 
 

@@ -37,6 +37,8 @@ class ConfidenceRules:
     #: Confidences where retrieval changes (passive / active recall, deprecation): a decay
     #: that crosses one is always written, however small.
     tiers: tuple[float, ...] = ()
+    #: Categories whose facts do not decay with time (``steady_categories``).
+    steady: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class ConfidenceState:
     confidence: float
     last_evidence_at: datetime
     updated_at: datetime
+    category: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +96,12 @@ def plan_confidence(
 ) -> ConfidenceChange | None:
     """The new confidence of one fact, or ``None`` when nothing should be written.
 
-    Decay first (over the time the fact went without evidence or change), then one
-    asymptotic step ``c += 0.05 * (1 - c)`` per supporting episode.
+    Decay first (over the time the fact went without evidence or change; none for a steady
+    category), then one asymptotic step ``c += 0.05 * (1 - c)`` per supporting episode.
     """
     days = max(0.0, (now - decay_anchor(state)).total_seconds() / _DAY_S)
-    after = decayed(state.confidence, days, rules.decay_per_day)
+    rate = 0.0 if state.category in rules.steady else rules.decay_per_day
+    after = decayed(state.confidence, days, rate)
     ids: tuple[uuid.UUID, ...] = ()
     last = state.last_evidence_at
     if evidence is not None and evidence.episode_ids:

@@ -142,11 +142,15 @@ async def stream_confidence(
 ) -> AsyncIterator[list[ConfidenceState]]:
     """Every active fact's confidence state, ``chunk`` rows at a time, in heap order."""
     stmt = select(
-        facts.c.id, facts.c.confidence, facts.c.last_evidence_at, facts.c.updated_at
-    ).where(facts.c.agent_id == agent_id, facts.c.status == _ACTIVE)
+        facts.c.id, facts.c.confidence, facts.c.last_evidence_at, facts.c.updated_at,
+        facts.c.category,
+    ).where(facts.c.agent_id == agent_id, facts.c.status == _ACTIVE)  # fmt: skip
     result = await conn.stream(stmt.execution_options(yield_per=chunk))
     async for rows in result.partitions(chunk):
-        yield [ConfidenceState(r.id, r.confidence, r.last_evidence_at, r.updated_at) for r in rows]
+        yield [
+            ConfidenceState(r.id, r.confidence, r.last_evidence_at, r.updated_at, r.category)
+            for r in rows
+        ]
 
 
 # One statement per batch. Guarded: a fact a concurrent ``learn`` changed since it was

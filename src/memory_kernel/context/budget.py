@@ -5,42 +5,44 @@ Claim order (who gets tokens first):
 1. ``RECENT`` — recent messages are required: they claim first; if even they exceed the
    budget, the newest messages that fit are kept (the budget is never exceeded);
 2. ``TOOL`` — results the agent explicitly asked for are privileged: next claim, whole items;
-3. ``STREAMED`` — recalled memories are opportunistic: whole items, best recall score
-   first across all memory sections, while they fit; an item that does not fit is
-   dropped whole, never cut; an item that repeats a kept one nearly word for word (the
-   same memory as a fact and as an episode, a decision and the reply it was drafted
-   from; ``context.repeats``) is left out and costs nothing — but a turn that repeats
-   only summaries is shown as what they left out of it, if anything (``context.rest``);
+3. ``PROFILE`` then ``STREAMED`` — what the user wants (a few lines for every answer),
+   then recalled memories, are opportunistic: whole items, the profile's in their order,
+   then best recall score first across all memory sections, while they fit; an item that
+   does not fit is dropped whole, never cut; an item that repeats a kept one nearly word
+   for word (the same memory as a fact and as an episode, a decision and the reply it was
+   drafted from; ``context.repeats``) is left out and costs nothing — but a turn that
+   repeats only summaries is shown as what they left out of it (``context.rest``);
 4. ``SYSTEM`` — persona / host nodes fill what is left; the item that no longer fits is
    truncated at a word boundary (the seed's ``truncate(system, max_tokens=budget)``).
 
-Display order is different: system first, then memories, tool results, and the recent
-messages last (closest to the user's message). Within a section, what happened (turns,
-episodes) is shown oldest first, each line with its own date (``context.dated``: a date
-on a line of its own governed every item under it, however far down). Section headers
-cost tokens too, charged to the item that opens them. Costs are
-the counter's count of each rendered line; a final check on the whole text drops the last
-opportunistic item while the real count is over (tokenizers need not be additive), so
-``count(text) <= budget`` always holds. The reported ``tokens_used`` is ``count(text)`` and
-``tokens_by_node`` splits exactly that among the sections (each one's marginal cost in the
-final text, separators included), so the parts always sum to the whole.
+Display order is different: system first, then the profile, memories, tool results, and
+the recent messages last (closest to the user's message). Within a section, what happened
+(turns, episodes) is shown oldest first, each line with its own date (``context.dated``: a
+date on a line of its own governed every item under it, however far down). Section headers
+cost tokens too, charged to the item that opens them. Costs are the counter's count of each
+rendered line; a final check on the whole text drops the last opportunistic item while the
+real count is over (tokenizers need not be additive), so ``count(text) <= budget`` holds.
+The reported ``tokens_used`` is ``count(text)`` and ``tokens_by_node`` splits exactly that
+among the sections (each one's marginal cost in the final text, separators included), so
+the parts always sum to the whole.
 """
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory_kernel.context.repeats import Kept, Rest, kind, made_from_turns, read, repeats
+from memory_kernel.context.tokens import truncate
 from memory_kernel.models.context import ContextItem, MemoryHit, MemorySource, NodeContent, Tier
 from memory_kernel.protocols import TokenCounter
 from memory_kernel.similarity import word_overlap, words
 
 __all__ = [
     "ALONE", "DUPLICATE_OVERLAP", "SOURCE_OVERLAP", "TOLD", "Assembly", "assemble", "render",
-    "truncate",
 ]  # fmt: skip
 
 #: Streamed items sharing more than this share of words are one memory told twice: only
@@ -50,8 +52,8 @@ DUPLICATE_OVERLAP = 0.8
 #: fact taken from a message): once such a memory is kept, a turn saying as much as the
 #: seed's "same decision" measure (over 0.7 of the words) only repeats it in other words.
 SOURCE_OVERLAP = 0.7
-_CLAIM_ORDER = (Tier.RECENT, Tier.TOOL, Tier.STREAMED, Tier.SYSTEM)
-_DISPLAY_ORDER = (Tier.SYSTEM, Tier.STREAMED, Tier.TOOL, Tier.RECENT)
+_CLAIM_ORDER = (Tier.RECENT, Tier.TOOL, Tier.PROFILE, Tier.STREAMED, Tier.SYSTEM)
+_DISPLAY_ORDER = (Tier.SYSTEM, Tier.PROFILE, Tier.STREAMED, Tier.TOOL, Tier.RECENT)
 _HAPPENED = frozenset({MemorySource.EPISODE, MemorySource.TURN})
 ALONE = "line_alone"  # a hit's metadata: the shorter line its item falls back to
 TOLD = "turns_told"  # a turn hit's metadata: ids of the turns its line shows after it
@@ -104,19 +106,6 @@ def _lines(section: NodeContent) -> list[str]:
 def render(sections: Sequence[NodeContent]) -> str:
     """``## Title`` then one ``- item`` line per item; sections separated by a blank line."""
     return "\n\n".join("\n".join(_lines(s)) for s in sections if s.items)
-
-
-def truncate(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """The longest word-prefix of ``text`` that costs at most ``max_tokens`` (binary search)."""
-    parts = text.split(" ")
-    lo, hi = 0, len(parts)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if counter.count(" ".join(parts[:mid])) <= max_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return " ".join(parts[:lo])
 
 
 class _Packer:
@@ -184,7 +173,8 @@ def assemble(
         for item in section.items:
             if not packer.take(section, item, droppable=False):
                 packer.dropped += 1
-    _stream(packer, by_tier[Tier.STREAMED], duplicate_overlap, source_overlap, rest)
+    opportunistic = [*by_tier[Tier.PROFILE], *by_tier[Tier.STREAMED]]
+    _stream(packer, opportunistic, duplicate_overlap, source_overlap, rest)
     for section in by_tier[Tier.SYSTEM]:
         _fill(packer, section)
     return _finish(packer, sections, budget, counter)
@@ -311,10 +301,17 @@ def _fits_instead(
 
 
 def _by_score(sections: Sequence[NodeContent]) -> list[tuple[NodeContent, ContextItem]]:
-    """Streamed items of every section, best recall score first (facts and episodes compete
-    for the same tokens); items without a score (gists) keep their order after them."""
+    """The profile's items in their order, then the streamed items of every section, best
+    recall score first (facts and episodes compete for the same tokens); items without a
+    score (gists) keep their order after them."""
     pairs = [(s, i) for s in sections for i in s.items]
-    return sorted(pairs, key=lambda p: -p[1].hit.score if p[1].hit is not None else 1.0)
+    return sorted(pairs, key=lambda p: _rank(*p))
+
+
+def _rank(section: NodeContent, item: ContextItem) -> float:
+    if section.tier is Tier.PROFILE:
+        return -math.inf
+    return -item.hit.score if item.hit is not None else 1.0
 
 
 def _take_newest(packer: _Packer, section: NodeContent) -> None:
@@ -357,7 +354,8 @@ def _finish(
         packer.dropped += 1
         kept = _kept_sections(packer, sections)
         text = render(kept)
-    hits = [i.hit for s in kept if s.tier is Tier.STREAMED for i in s.items if i.hit is not None]
+    recalled = (Tier.PROFILE, Tier.STREAMED)
+    hits = [i.hit for s in kept if s.tier in recalled for i in s.items if i.hit is not None]
     by_node = _marginal_costs(kept, counter)
     by_tier: dict[str, int] = {}
     for s in kept:

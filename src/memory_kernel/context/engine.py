@@ -28,7 +28,13 @@ from typing import Any
 from memory_kernel.context import tools
 from memory_kernel.context.budget import SOURCE_OVERLAP, assemble, render
 from memory_kernel.context.episodes import episode_chars, shorten_episodes
-from memory_kernel.context.nodes import GistsNode, RecallNode, WorkingMemoryNode, format_hit
+from memory_kernel.context.nodes import (
+    GistsNode,
+    RecallNode,
+    TraitsNode,
+    WorkingMemoryNode,
+    format_hit,
+)
 from memory_kernel.context.prefetch import Prefetcher
 from memory_kernel.context.recaller import Recaller, SlotJudges
 from memory_kernel.context.relevance import RelevancePipeline
@@ -70,8 +76,9 @@ TURNS_NODE = "turns"
 #: A one-line memory costs about this many tokens: a budget holds at most budget / this of
 #: them, so recall nodes offer that many (between passive_limit and passive_max_items).
 _LINE_TOKENS = 25
-#: The nodes passive prefetch recalls ahead of the next turn (the seed's streamed memories).
-PREFETCHED_NODES = ("facts", "episodic_memory")
+#: The nodes passive prefetch recalls ahead of the next turn (the seed's streamed memories,
+#: and what the user wants).
+PREFETCHED_NODES = ("facts", "episodic_memory", "user_traits")
 _GREETING = re.compile(
     r"^\s*(hi|hey|hello|hiya|howdy|yo|sup|hola|morning|evening|good\s+(morning|afternoon|"
     r"evening|night)|thanks|thank\s+you|thx|ok|okay|cool|great|bye|goodbye|see\s+you)\b",
@@ -147,6 +154,7 @@ class ContextEngine:
             self._recall_node("episodic_memory", "Past episodes", MemorySource.EPISODE),
             self._recall_node("decisions", "Related decisions", MemorySource.DECISION),
             self._recall_node(TURNS_NODE, "From past conversations", MemorySource.TURN),
+            TraitsNode(self.recaller, limit=cfg.traits_limit),
         ):
             self._providers[builtin.name] = builtin
         for provider in providers:
@@ -291,12 +299,12 @@ class ContextEngine:
     ) -> tuple[list[NodeContent], list[str], int]:
         todo = [self._providers[n] for n in wanted if n not in ready]
         vector = None
-        if any(isinstance(p, RecallNode) for p in todo):
+        if any(isinstance(p, RecallNode | TraitsNode) for p in todo):
             vector = await self.recaller.embed_query(request.message)
 
         async def one(provider: Any) -> tuple[NodeContent, int] | None:
             try:
-                if isinstance(provider, RecallNode):
+                if isinstance(provider, RecallNode | TraitsNode):
                     return await provider.fetch_for(
                         agent_id=request.agent_id,
                         query=request.message,
@@ -324,7 +332,11 @@ class ContextEngine:
         return self.prefetch.schedule(agent_id=agent_id, session_id=session_id, turns=turns[-2:])
 
     async def _prefetch_fetch(self, agent_id: str, query: str) -> dict[str, NodeContent]:
-        nodes = [p for n in PREFETCHED_NODES if isinstance(p := self._providers.get(n), RecallNode)]
+        nodes = [
+            p
+            for n in PREFETCHED_NODES
+            if isinstance(p := self._providers.get(n), RecallNode | TraitsNode)
+        ]
         vector = await self.recaller.embed_query(query)
         offer = self._offer(self._rt.config.context.token_budget)
         results = await asyncio.gather(

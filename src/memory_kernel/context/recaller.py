@@ -26,12 +26,14 @@ from memory_kernel.context.recall import (
     diversity_sample,
     rank_candidates,
     relevant_fill,
+    with_similarity,
 )
 from memory_kernel.context.replaced import replaced_texts
 from memory_kernel.context.stale import demote_replaced
 from memory_kernel.errors import EmbedderError, InvalidVectorError
 from memory_kernel.heart.turns.store import StoredTurn, next_turns
 from memory_kernel.models.context import MemoryHit, MemorySource
+from memory_kernel.models.facts import PREFERENCE
 from memory_kernel.runtime import OFF_LOOP_CHARS, Runtime, off_loop
 from memory_kernel.similarity import has_words
 from memory_kernel.vectors import Vector
@@ -310,6 +312,24 @@ class Recaller:
             updates=lambda o, n: judge(o.text, n.text, closeness(o, n)),
             closeness=closeness,
         )
+
+    async def preferences(
+        self, *, agent_id: str, query: str, vector: Vector | None, limit: int
+    ) -> list[MemoryHit]:
+        """The agent's current preferences (facts of category ``PREFERENCE``), the ``limit``
+        best for the query: found by kind, ranked by the relevance score (``context.traits``);
+        two of one slot read newest first, as in any recall."""
+        cfg = self._rt.config.context
+        async with self._rt.db.connection() as conn:
+            found = await retrieval.preferences(
+                conn,
+                agent_id=agent_id,
+                category=PREFERENCE,
+                min_confidence=cfg.passive_min_confidence,
+                pool=max(cfg.candidate_pool, limit),
+            )
+        found = [with_similarity(c, vector) for c in found]
+        return self.select(found, limit=limit, query=(query, vector)).hits
 
     async def recall_many(
         self,

@@ -51,6 +51,7 @@ __all__ = [
     "TermStats",
     "WeightedTerm",
     "candidates",
+    "preferences",
     "query_words",
     "term_stats",
     "weigh",
@@ -202,6 +203,26 @@ async def candidates(
             c = replace(c, similarity=word_overlap(said, words(c.text)))
         found[c.id] = replace(c, text_rank=rank, lexical=_lex(row))
     return list(found.values())
+
+
+async def preferences(
+    conn: AsyncConnection, *, agent_id: str, category: str, min_confidence: float, pool: int
+) -> list[Candidate]:
+    """The agent's current facts of ``category`` (its preferences), newest evidence first, at
+    most ``pool`` of them; found by kind, not by a query (``context.traits``)."""
+    spec = _SPECS[MemorySource.FACT]
+    stmt = (
+        select(*spec.columns)
+        .where(
+            facts.c.agent_id == agent_id,
+            facts.c.category == category,
+            facts.c.status.in_(_CURRENT_FACTS),
+            *_fact_where(min_confidence),
+        )
+        .order_by(facts.c.last_evidence_at.desc(), facts.c.id)
+        .limit(pool)
+    )
+    return [_candidate(MemorySource.FACT, spec, row, 0.0) for row in await conn.execute(stmt)]
 
 
 def _lex(row: AnyRow) -> float:

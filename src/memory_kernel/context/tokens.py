@@ -8,12 +8,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memory_kernel.errors import ConfigError
+from memory_kernel.protocols import TokenCounter
 
 __all__ = [
     "EncodingTokenCounter",
     "EstimatingTokenCounter",
     "NodeTokenEstimates",
     "tiktoken_counter",
+    "truncate",
 ]
 
 
@@ -86,3 +88,16 @@ class NodeTokenEstimates:
 
     def snapshot(self) -> dict[str, int]:
         return {node: math.ceil(v) for node, v in self._values.items()}
+
+
+def truncate(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The longest word-prefix of ``text`` that costs at most ``max_tokens`` (binary search)."""
+    parts = text.split(" ")
+    lo, hi = 0, len(parts)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if counter.count(" ".join(parts[:mid])) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(parts[:lo])

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from memory_kernel import Embedder, TokenCounter
-from memory_kernel.context.budget import truncate
 from memory_kernel.context.dated import stamp
+from memory_kernel.context.tokens import truncate
 from memory_kernel.eval.dialogues import Dialogue
 from memory_kernel.vectors import FloatMatrix
 

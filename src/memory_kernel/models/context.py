@@ -57,6 +57,7 @@ class Tier(StrEnum):
 
     RECENT = "recent"  # recent messages: required, first claim
     TOOL = "tool"  # active tool results: privileged
+    PROFILE = "profile"  # what the user wants (user_traits): a few lines, before memories
     STREAMED = "streamed"  # recalled memories: opportunistic, dropped whole
     SYSTEM = "system"  # persona, identity, host nodes: fill what is left
 

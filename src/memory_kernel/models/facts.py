@@ -22,6 +22,7 @@ from memory_kernel.validation import (
 __all__ = [
     "MAX_DERIVED_FROM",
     "MAX_FACT_BYTES",
+    "PREFERENCE",
     "Fact",
     "FactInput",
     "FactMatch",
@@ -30,6 +31,10 @@ __all__ = [
     "LearnOutcome",
 ]
 
+#: The category of a fact that says what its holder wants, likes or avoids, a rule they
+#: keep or how they want every answer: the context's ``user_traits`` node shows the user's
+#: current ones on every turn that includes it, whatever the query's words.
+PREFERENCE = "preference"
 #: Hard ceiling of a fact's content (``HeartConfig.max_content_bytes`` may lower it).
 MAX_FACT_BYTES = 64 * 1024
 _MAX_SUBJECT_BYTES = 1024
@@ -61,11 +66,19 @@ class Statement(InputModel):
 
     content: str
     subject: str | None = None
+    category: str | None = None  # free text; ``PREFERENCE`` is read by the context
 
     @field_validator("content")
     @classmethod
     def _content(cls, value: str) -> str:
         return check_text(value, field="content", max_bytes=MAX_FACT_BYTES)
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return check_text(value, field="category", max_bytes=_MAX_CATEGORY_BYTES)
 
     @field_validator("subject")
     @classmethod
@@ -79,7 +92,6 @@ class FactInput(Statement):
     """A fact to learn. Only ``agent_id`` and ``content`` are required."""
 
     agent_id: str
-    category: str | None = None
     confidence: StrictFloat | None = None  # None: HeartConfig.default_confidence
     explicit: bool = False  # the caller insists: skip the admission gate
     defer_embedding: bool = False  # store now as pending_embed; consolidation embeds it
@@ -90,13 +102,6 @@ class FactInput(Statement):
     @classmethod
     def _agent(cls, value: str) -> str:
         return check_agent_id(value)
-
-    @field_validator("category")
-    @classmethod
-    def _category(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        return check_text(value, field="category", max_bytes=_MAX_CATEGORY_BYTES)
 
     @field_validator("confidence")
     @classmethod

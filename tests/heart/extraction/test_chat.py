@@ -18,6 +18,7 @@ from sqlalchemy import select
 
 from memory_kernel import ChatExtractor, ConfigError, ExtractorError, MemoryKernel
 from memory_kernel.models.extraction import ExtractionTurn
+from memory_kernel.models.facts import PREFERENCE
 from memory_kernel.models.turns import TurnInput, TurnOutcome
 from memory_kernel.protocols import FactExtractor
 from memory_kernel.storage.tables import facts, turns
@@ -65,6 +66,10 @@ class Model:
             return chat_reply("The user lives in Paris, I think.")
         if self.mode == "wrong-turn":
             return chat_reply(json.dumps({"facts": [{"turn": 99, "content": "x"}]}))
+        if self.mode == "preference":
+            fact = {"turn": 0, "content": "The user wants code in TypeScript.", "subject": None,
+                    "confidence": 0.8, "preference": True}  # fmt: skip
+            return chat_reply(json.dumps({"facts": [fact, *_model_answer(request)["facts"]]}))
         if self.mode == "one-bad-fact":
             answer = _model_answer(request)
             answer["facts"].append({"turn": 0, "content": "", "subject": None, "confidence": 2})
@@ -135,6 +140,21 @@ async def test_one_request_per_batch_and_facts_back_to_their_turns(server: Serve
         "session": "s1",
         "text": "My city is London, said nobody.",
     }
+
+
+async def test_a_preference_the_model_marks_gets_the_preference_category(
+    server: Server, model: Model
+) -> None:
+    model.mode = "preference"
+    async with _extractor(server.url) as extractor:
+        (found,) = await extractor.extract([_turn(0, "My city is Paris. Code in TypeScript.")])
+    # An answer without the flag (an older prompt, a lax model) is no preference.
+    assert {f.content: f.category for f in found} == {
+        "The user wants code in TypeScript.": PREFERENCE,
+        "The user's city is Paris.": None,
+    }
+    schema = server.requests[-1].json()["response_format"]["json_schema"]["schema"]
+    assert "preference" in schema["properties"]["facts"]["items"]["required"]
 
 
 async def test_json_object_mode_and_fenced_answers(server: Server, model: Model) -> None:

@@ -26,6 +26,7 @@ import pydantic
 from memory_kernel._openai_http import HTTPBacked, OpenAICompatibleHTTP, chat_content
 from memory_kernel.errors import ConfigError, ExtractorError, ValidationError
 from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
+from memory_kernel.models.facts import PREFERENCE
 
 __all__ = ["EXTRACTION_SCHEMA", "EXTRACTION_SYSTEM_PROMPT", "ChatExtractor", "extraction_prompt"]
 
@@ -47,7 +48,9 @@ Answer with one JSON object and nothing else:
 {"facts": [{"turn": <index of the turn that states it>, "content": "<one self-contained
 statement, in the third person, naming the user as 'The user'>", "subject": "<the slot it
 sets: the entity and the attribute, lowercase, e.g. 'user city', 'sister noor job'; the same
-words every time that slot is set>", "confidence": <0..1, how clearly it was stated>}]}
+words every time that slot is set>", "confidence": <0..1, how clearly it was stated>,
+"preference": <true when it says what the user wants, likes or avoids, a rule they keep, or
+how they want every answer ("The user wants code examples in TypeScript"), else false>}]}
 Use {"facts": []} when there is nothing worth keeping."""
 
 _FACT_SCHEMA: dict[str, Any] = {
@@ -57,8 +60,9 @@ _FACT_SCHEMA: dict[str, Any] = {
         "content": {"type": "string"},
         "subject": {"type": ["string", "null"]},
         "confidence": {"type": "number"},
+        "preference": {"type": "boolean"},
     },
-    "required": ["turn", "content", "subject", "confidence"],
+    "required": ["turn", "content", "subject", "confidence", "preference"],
     "additionalProperties": False,
 }
 #: The JSON schema of an answer (sent as a strict ``json_schema`` response format).
@@ -75,6 +79,7 @@ class _Fact(pydantic.BaseModel):
     content: str
     subject: str | None = None
     confidence: float = 0.7
+    preference: bool = False  # an answer without it (an older prompt, a lax model): no
 
 
 class _Answer(pydantic.BaseModel):
@@ -181,7 +186,10 @@ class ChatExtractor(HTTPBacked):
             try:
                 found[fact.turn].append(
                     ExtractedFact(
-                        content=fact.content, subject=fact.subject, confidence=fact.confidence
+                        content=fact.content,
+                        subject=fact.subject,
+                        confidence=fact.confidence,
+                        category=PREFERENCE if fact.preference else None,
                     )
                 )
             except ValidationError as exc:  # empty, oversized, confidence outside 0-1

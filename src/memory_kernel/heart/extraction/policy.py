@@ -123,6 +123,7 @@ def fact_inputs(
                 agent_id=turn.agent_id,
                 content=fact.content,
                 subject=fact.subject or None,
+                category=fact.category,
                 confidence=fact.confidence,
                 derived_from=derived,
                 metadata=metadata,

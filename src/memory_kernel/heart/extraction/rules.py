@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from memory_kernel.dates import resolve_relative
+from memory_kernel.heart.extraction.preferences import norm_label, prefers, standing_request
 from memory_kernel.heart.extraction.rules_keys import is_name, slot_key
 from memory_kernel.heart.extraction.rules_parse import Clause, parse
 from memory_kernel.heart.extraction.rules_text import (
@@ -62,6 +63,7 @@ from memory_kernel.heart.extraction.rules_text import (
 from memory_kernel.heart.facts.admission_features import TRANSIENT
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, past_form, value_of
 from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
+from memory_kernel.models.facts import PREFERENCE
 
 __all__ = ["RuleExtractor", "extract_text"]
 
@@ -114,8 +116,12 @@ def extract_text(
     previous: str | None = None  # the name the previous clause was about
     for sentence in SentenceSplit.sentences(body):
         for raw in clauses(sentence):
-            for part in _coordinated(strip_opener(raw)):
+            rule = _rule(raw, speaker)  # "One firm rule: no HOA": the label says what it is
+            found: list[ExtractedFact | None] = [rule]
+            for part in _coordinated(strip_opener(raw)) if rule is None else ():
                 fact, previous = _clause(part, speaker, previous)
+                found.append(fact)
+            for fact in found:
                 if fact is not None and said_at is not None:
                     dated = resolve_relative(fact.content.rstrip("."), said_at)
                     fact = fact.model_copy(update={"content": _sentence(dated)})
@@ -169,6 +175,9 @@ def _clause(
         lower = [t.lower() for t in tokens]
     clause = parse(tokens)
     about = _named_holder(clause)
+    if standing_request(text):
+        quoted = f'{_speaker(speaker)}\'s standing instruction: "{_sentence(text)}"'
+        return ExtractedFact(content=quoted, confidence=_CONFIDENCE, category=PREFERENCE), about
     if _dropped(clause, lower) or _VOCATIVE.search(text):
         return None, about
     negated = any(w in NEGATIONS or w.endswith("n't") for w in lower)
@@ -176,7 +185,8 @@ def _clause(
     first = clause.kind == "first" or any(
         w in ("i", "my", "me", "mine", "i'm", "i've") for w in lower
     )
-    if not (first or plural) and not _anchored(tokens) and _named_holder(clause) is None:
+    preference = prefers(clause)  # "a proper home office is non-negotiable": a norm
+    if not (first or plural or preference) and not _anchored(tokens) and about is None:
         return None, about
     key_speaker = "user" if speaker == _USER else speaker.lower()
     content = _resolve(text, speaker) if first else _sentence(text)
@@ -186,7 +196,23 @@ def _clause(
         confidence = _CONFIDENCE_LOW
     elif subject is not None and not plural:
         confidence = _CONFIDENCE_KEYED
-    return ExtractedFact(content=content, subject=subject, confidence=confidence), about
+    category = PREFERENCE if preference else None
+    fact = ExtractedFact(content=content, subject=subject, confidence=confidence, category=category)
+    return fact, about
+
+
+def _rule(raw: str, speaker: str) -> ExtractedFact | None:
+    """A norm the speaker states under a label naming it (``preferences.norm_label``)."""
+    found = norm_label(raw)
+    if found is None:
+        return None
+    norm, ruled = found
+    content = _sentence(f"{_speaker(speaker)}'s {norm}: {ruled}")
+    return ExtractedFact(content=content, confidence=_CONFIDENCE, category=PREFERENCE)
+
+
+def _speaker(speaker: str) -> str:
+    return speaker[:1].upper() + speaker[1:]
 
 
 def _diary(tokens: list[str]) -> bool:

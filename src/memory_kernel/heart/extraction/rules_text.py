@@ -21,6 +21,7 @@ __all__ = [
     "MENTAL_VERBS",
     "MODALS",
     "NEGATIONS",
+    "NORMS",
     "PAST_IRREGULAR",
     "PLURAL_FIRST",
     "QUESTION_OPENERS",
@@ -61,6 +62,16 @@ _MESSAGE_KINDS = _set(
     summary recap context background status progress milestone correction followup todo
     plan goal idea issue problem warning caveat result results decision feedback request
     tip aside addendum disclaimer bonus news
+    """
+)
+
+# Nouns and adjectives that name a norm: what a label ("One firm rule: no HOA") or a
+# predicate ("… is non-negotiable") calls a rule the speaker keeps (``preferences``).
+NORMS = _set(
+    """
+    rule rules requirement requirements must must-have must-haves priority priorities
+    non-negotiable non-negotiables dealbreaker dealbreakers deal-breaker deal-breakers
+    preference preferences constraint constraints essential mandatory
     """
 )
 
@@ -130,7 +141,8 @@ def words(text: str) -> list[str]:
 # ", so we …", "and I …": a conjunction that opens a clause with a subject of its own.
 _CONJOINED = re.compile(
     r",\s+(?:(?:but|so|because|although|though|whereas)\s+(?=\w)"
-    r"|(?:and|while|since)\s+(?=(?:I|I'm|I've|we|we're|my|our|the|he|she|[A-Z][a-z]+)\s))"
+    r"|(?:and|while|since)\s+"
+    r"(?=(?:I|I'm|I've|I'd|we|we're|we'd|my|our|the|he|she|[A-Z][a-z]+)\s))"
     r"|\s+and\s+(?=(?:I|I'm|I've|I'd|I'll|we|we're|he|she)\s)"
     r"|,\s+(?=(?:I|I'm|I've|I'd|I'll|we|we've|we're)\s)"
 )
@@ -141,10 +153,11 @@ _RELATIVE = re.compile(r"(?<=\w),\s+(?:which|who)\s+(?=[a-z])")
 def speaker_label(text: str) -> tuple[str | None, str]:
     """A transcript's ``"Name: text"`` label (and a trailing ``[image: …]`` caption) split
     off: the name says who "I" is. ``(None, text)`` without one, or where the label says
-    what kind of message follows ("Update:", "Note:"), not who speaks."""
+    what kind of message follows ("Update:", "Note:", "Rule:"), not who speaks."""
     body = _CAPTION.sub("", text)
     match = _LABEL.match(body)
-    if match is None or match.group(1).lower().rstrip(".") in _MESSAGE_KINDS:
+    kind = match.group(1).lower().rstrip(".") if match is not None else ""
+    if match is None or kind in _MESSAGE_KINDS or kind in NORMS:
         return None, body
     return match.group(1), body[match.end() :]
 
