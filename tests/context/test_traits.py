@@ -111,3 +111,15 @@ async def test_a_greeting_or_an_excluded_node_reads_no_preference(
     assert not any("category" in s for s in statements)
     assert "user_traits" not in ctx.report.fetched
     await off.close()
+
+
+async def test_the_preferences_take_at_most_their_share_of_the_budget(
+    kernel: MemoryKernel, engine: ContextEngine
+) -> None:
+    await prefer(kernel, "The user only wants vegetarian restaurants near the hotel.")
+    await prefer(kernel, "The user hates early morning flights to anywhere at all.")
+    await prefer(kernel, "The user prefers trains over buses for short trips abroad.")
+    small = await engine.build(request("Plan our Osaka day trip", token_budget=300))
+    assert len(lines(small, "user_traits")) == 1  # a tenth of 300 tokens holds one line
+    large = await engine.build(request("Plan our Osaka day trip", token_budget=2000))
+    assert len(lines(large, "user_traits")) == 3  # traits_limit

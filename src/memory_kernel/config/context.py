@@ -40,7 +40,19 @@ class ContextConfig(Frozen):
         description=(
             "user_traits: how many of the user's current preferences (facts of category "
             "'preference') a turn that includes the node shows, the best for the query, "
-            "before any recalled memory; 0 shows none."
+            "before any recalled memory, within traits_budget_share; 0 shows none."
+        ),
+    )
+    traits_budget_share: float = Field(
+        default=0.1,
+        gt=0.0,
+        le=1.0,
+        description=(
+            "The share of the turn's token budget user_traits' lines take at most (the first "
+            "always). Rule extractor, 300 tokens, answer in context (authored / s16 / F): "
+            "always three lines 0.818 / 0.860 / 0.864, five 0.818 / 0.860 / 0.848, one "
+            "0.826 / 0.877 / 0.864; 0.1 (one line at 300 tokens, three at 1,000) is one's, "
+            "and at 1,000 tokens level with none."
         ),
     )
     passive_max_items: int = Field(

@@ -28,13 +28,7 @@ from typing import Any
 from memory_kernel.context import tools
 from memory_kernel.context.budget import SOURCE_OVERLAP, assemble, render
 from memory_kernel.context.episodes import episode_chars, shorten_episodes
-from memory_kernel.context.nodes import (
-    GistsNode,
-    RecallNode,
-    TraitsNode,
-    WorkingMemoryNode,
-    format_hit,
-)
+from memory_kernel.context.nodes import GistsNode, RecallNode, WorkingMemoryNode, format_hit
 from memory_kernel.context.prefetch import Prefetcher
 from memory_kernel.context.recaller import Recaller, SlotJudges
 from memory_kernel.context.relevance import RelevancePipeline
@@ -44,6 +38,7 @@ from memory_kernel.context.rest import rest_of
 from memory_kernel.context.retrieval import query_words
 from memory_kernel.context.stale import demote_in_sections
 from memory_kernel.context.tokens import EstimatingTokenCounter
+from memory_kernel.context.traits import TraitsNode, within_share
 from memory_kernel.errors import ValidationError
 from memory_kernel.models.context import (
     AssembledContext,
@@ -225,10 +220,16 @@ class ContextEngine:
         for section in fetched:
             sections[section.node] = section
             self.relevance.estimates.observe(section.node, self.counter.count(render([section])))
-        # A session's gist in a small budget: its part about the query (context.episodes).
-        gist = episode_chars(budget, self._rt.config.context.episode_budget_share)
+        # A session's gist in a small budget: its part about the query (context.episodes);
+        # what the user wants, within its share of the budget (context.traits).
+        cfg = self._rt.config.context
+        gist = episode_chars(budget, cfg.episode_budget_share)
         words = query_words(request.message)
-        sections = {n: shorten_episodes(s, words, gist) for n, s in sections.items()}
+        share = partial(within_share, budget=budget, share=cfg.traits_budget_share)
+        sections = {
+            n: share(shorten_episodes(s, words, gist), counter=self.counter)
+            for n, s in sections.items()
+        }
         # What a current fact replaced is ranked under it and noted (context.stale).
         ordered = demote_in_sections([sections[n] for n in wanted if n in sections])
         # A reply shown with its question yields to a memory drafted from it (context.replies).

@@ -7,7 +7,8 @@ engine awaits only the providers of included nodes (invariant 6), concurrently.
 Built-in: ``working_memory`` (the caller's recent messages, no I/O), ``gists`` (the caller's
 gists, no I/O), and the recall nodes ``facts``, ``episodic_memory``, ``decisions`` and
 ``turns`` (what was said in past conversations)
-(hybrid recall, one connection each, sharing the turn's single query embedding).
+(hybrid recall, one connection each, sharing the turn's single query embedding);
+``user_traits``, what the user wants, is in ``context.traits``.
 """
 
 from __future__ import annotations
@@ -33,9 +34,7 @@ from memory_kernel.models.context import (
 )
 from memory_kernel.vectors import Vector
 
-__all__ = [
-    "FunctionNode", "GistsNode", "RecallNode", "TraitsNode", "WorkingMemoryNode", "format_hit",
-]  # fmt: skip
+__all__ = ["FunctionNode", "GistsNode", "RecallNode", "WorkingMemoryNode", "format_hit"]
 
 _DESCRIPTION_CHARS = 120  # the seed's decision line: "- [status] desc[:120] (confidence)"
 
@@ -184,52 +183,6 @@ class RecallNode:
             shown_hit = hit.model_copy(update={"text": said})
             items.append(ContextItem(text=format_hit(shown_hit), hit=hit))
         return tuple(items)
-
-
-class TraitsNode:
-    """``user_traits``: what the user wants, on every turn that includes the node.
-
-    A preference holds for every later conversation whatever it is about ("I like
-    evidence-based info" answers "What should I read to prepare for labour?", which shares
-    none of its words), so it is found by kind — the current facts of category
-    ``PREFERENCE``, from the extractor or a host's ``learn`` — not by the query's words,
-    then ranked for the query, at most ``limit``. Its few lines claim the budget before the
-    recalled memories (``Tier.PROFILE``)."""
-
-    name = "user_traits"
-    title = "What the user wants"
-    needs_vector = True
-
-    def __init__(self, recaller: Recaller, *, limit: int) -> None:
-        self._recaller = recaller
-        self._limit = limit
-
-    async def fetch(self, request: ContextRequest, *, vector: Vector | None = None) -> NodeContent:
-        content, _ = await self.fetch_for(
-            agent_id=request.agent_id, query=request.message, vector=vector
-        )
-        return content
-
-    async def fetch_for(
-        self,
-        *,
-        agent_id: str,
-        query: str,
-        vector: Vector | None,
-        limit: int | None = None,
-        session_id: str | None = None,
-    ) -> tuple[NodeContent, int]:
-        """As ``RecallNode.fetch_for`` (the engine and the prefetch call both alike); the
-        node shows its own few whatever the ``limit``, from every session."""
-        hits = (
-            await self._recaller.preferences(
-                agent_id=agent_id, query=query, vector=vector, limit=self._limit
-            )
-            if self._limit
-            else []
-        )
-        items = tuple(ContextItem(text=format_hit(h), hit=h) for h in hits)
-        return NodeContent(node=self.name, title=self.title, tier=Tier.PROFILE, items=items), 0
 
 
 TextSource = Callable[[ContextRequest], Iterable[str] | Awaitable[Iterable[str]]]
