@@ -4,6 +4,7 @@ excluded nodes cost nothing."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -24,10 +25,22 @@ def request(message: str, **extra: Any) -> ContextRequest:
 
 
 async def prefer(
-    kernel: MemoryKernel, content: str, agent: str = A, subject: str | None = None
+    kernel: MemoryKernel,
+    content: str,
+    agent: str = A,
+    subject: str | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> None:
+    if metadata is not None:  # an extracted fact: said on the clock's day
+        metadata = {**metadata, "said_at": kernel.clock.now().isoformat()}
     outcome = await kernel.heart.facts.learn(
-        FactInput(agent_id=agent, content=content, category=PREFERENCE, subject=subject)
+        FactInput(
+            agent_id=agent,
+            content=content,
+            category=PREFERENCE,
+            subject=subject,
+            metadata=metadata or {},
+        )
     )
     assert outcome.fact.category == PREFERENCE
 
@@ -123,3 +136,25 @@ async def test_the_preferences_take_at_most_their_share_of_the_budget(
     assert len(lines(small, "user_traits")) == 1  # a tenth of 300 tokens holds one line
     large = await engine.build(request("Plan our Osaka day trip", token_budget=2000))
     assert len(lines(large, "user_traits")) == 3  # traits_limit
+
+
+async def test_a_preference_a_newer_fact_replaced_is_not_what_the_user_wants(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    """The newer value is phrased without a verb of wanting, so it is no preference itself;
+    the facts node's recall judges the pair, and the profile leaves the older one out."""
+    said = {"source": "extraction", "turn_id": str(uuid.uuid4())}
+    await prefer(kernel, "The user likes their coffee with oat milk.", metadata=said)
+    await prefer(kernel, "The user prefers aisle seats on flights.")
+    clock.advance(days=20)
+    later = {"source": "extraction", "turn_id": str(uuid.uuid4())}
+    await kernel.heart.facts.learn(
+        FactInput(
+            agent_id=A,
+            content="The user has switched to drinking their coffee black, no milk anymore.",
+            metadata={**later, "said_at": clock.now().isoformat()},
+        )
+    )
+    ctx = await kernel.context.build(request("How do I take my coffee?"))
+    assert not any("oat milk" in line for line in lines(ctx, "user_traits"))
+    assert "coffee black" in ctx.text  # the newer value, from the facts node

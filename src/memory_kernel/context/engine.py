@@ -38,7 +38,7 @@ from memory_kernel.context.rest import rest_of
 from memory_kernel.context.retrieval import query_words
 from memory_kernel.context.stale import demote_in_sections
 from memory_kernel.context.tokens import EstimatingTokenCounter
-from memory_kernel.context.traits import TraitsNode, within_share
+from memory_kernel.context.traits import TraitsNode, within_share, without_replaced
 from memory_kernel.errors import ValidationError
 from memory_kernel.models.context import (
     AssembledContext,
@@ -220,18 +220,17 @@ class ContextEngine:
         for section in fetched:
             sections[section.node] = section
             self.relevance.estimates.observe(section.node, self.counter.count(render([section])))
-        # A session's gist in a small budget: its part about the query (context.episodes);
-        # what the user wants, within its share of the budget (context.traits).
+        # A session's gist in a small budget: its part about the query (context.episodes).
         cfg = self._rt.config.context
         gist = episode_chars(budget, cfg.episode_budget_share)
         words = query_words(request.message)
-        share = partial(within_share, budget=budget, share=cfg.traits_budget_share)
-        sections = {
-            n: share(shorten_episodes(s, words, gist), counter=self.counter)
-            for n, s in sections.items()
-        }
+        sections = {n: shorten_episodes(s, words, gist) for n, s in sections.items()}
         # What a current fact replaced is ranked under it and noted (context.stale).
         ordered = demote_in_sections([sections[n] for n in wanted if n in sections])
+        # What the user wants: not what a newer recalled fact replaced, and within its share
+        # of the budget (context.traits).
+        share = partial(within_share, budget=budget, share=cfg.traits_budget_share)
+        ordered = [share(s, counter=self.counter) for s in without_replaced(ordered)]
         # A reply shown with its question yields to a memory drafted from it (context.replies).
         ordered = untold(ordered)
         if request.tool_results:

@@ -11,13 +11,15 @@ answered (docs/tuning.md, twentieth round).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memory_kernel.context.nodes import format_hit
 from memory_kernel.context.recaller import Recaller
 from memory_kernel.models.context import ContextItem, ContextRequest, NodeContent, Tier
 from memory_kernel.protocols import TokenCounter
 from memory_kernel.vectors import Vector
 
-__all__ = ["TraitsNode", "within_share"]
+__all__ = ["TraitsNode", "within_share", "without_replaced"]
 
 
 class TraitsNode:
@@ -76,3 +78,23 @@ def within_share(
             break
         kept.append(item)
     return section.model_copy(update={"items": tuple(kept)})
+
+
+def without_replaced(sections: Sequence[NodeContent]) -> list[NodeContent]:
+    """``sections`` without the profile lines that a newer recalled fact replaced (another
+    node's recall judged the pair, ``context.current``: "I like my coffee with oat milk" /
+    "I've switched to drinking my coffee black"): what the user wanted before is not what
+    they want, and the recall that read the newer value shows both, dated."""
+    replaced = {
+        i.hit.id for s in sections for i in s.items if i.hit is not None and i.hit.replaced_by
+    }
+    if not replaced:
+        return list(sections)
+    return [
+        s.model_copy(
+            update={"items": tuple(i for i in s.items if i.hit is None or i.hit.id not in replaced)}
+        )
+        if s.tier is Tier.PROFILE
+        else s
+        for s in sections
+    ]

@@ -10,8 +10,8 @@ closed class rather than phrases taken from data:
   prefer …", "We love …", "I don't want to use any budgeting apps …";
 - a norm: a label that names one over what it rules ("One firm rule: no HOA"), or a
   predicate that names one ("a proper home office is non-negotiable");
-- a standing instruction: a request to the other party that says it holds beyond this
-  answer ("Please keep code examples in TypeScript", "… in answers, not pseudo-code",
+- a standing instruction: a "please" request to the other party that says it holds beyond
+  this answer ("Please keep code examples in TypeScript", "… in answers, not pseudo-code",
   "always …", "from now on …"); a one-off request ("Please give me a recipe") is no fact.
 """
 

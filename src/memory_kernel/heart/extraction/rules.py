@@ -18,7 +18,11 @@ message is judged on its own. Each clause is kept or dropped by what *kind* of c
   watts") or a statement with a value — a number, an amount, a date, a day, a time, a name
   (a capitalised word inside the clause), a possessive;
 - negated clauses are kept with their negation in the text and no slot key (the kernel's
-  polarity rules see them), at a lower confidence.
+  polarity rules see them), at a lower confidence;
+- what the speaker wants is marked with the category ``preference`` (``preferences``): a
+  verb of wanting, liking or avoiding, a norm ("One firm rule: no HOA", "… is
+  non-negotiable"), and a "please" request that holds beyond the answer, kept as the
+  speaker's standing instruction ("Please keep code examples in TypeScript").
 
 The content is self-contained: the first person is resolved to the speaker — "The user" for
 a user turn, or the name of a transcript label (``"Caroline: I went …"`` → "Caroline went
