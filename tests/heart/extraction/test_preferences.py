@@ -28,6 +28,7 @@ def _by_content(text: str, role: str = "user") -> dict[str, str | None]:
         ("I really don't want to drive.", "The user really doesn't want to drive."),
         ("My wife hates cilantro.", "The user's wife hates cilantro."),
         ("The garage is non-negotiable.", "The garage is non-negotiable."),
+        ("I've been loving the Hoka Clifton.", "The user has been loving the Hoka Clifton."),
         ("A quiet street is a must.", "A quiet street is a must."),
     ],
 )
@@ -68,6 +69,10 @@ def test_a_label_that_names_no_norm_is_still_only_a_preamble() -> None:
             'pseudo-code."',
         ),
         (
+            "Please give me answers as bullet points.",
+            'The user\'s standing instruction: "Please give me answers as bullet points."',
+        ),
+        (
             "Please always use metric units from now on.",
             'The user\'s standing instruction: "Please always use metric units from now on."',
         ),
@@ -83,6 +88,7 @@ def test_a_request_that_holds_beyond_this_answer_is_a_standing_instruction(
     "said",
     [
         "Please give me a recipe for banana bread.",  # one answer only
+        "Please give me the answers to questions 3 and 4.",  # those answers, not all
         "Keep it up!",  # encouragement, between friends
         "Keep me posted on the move.",
         "Keep going and never give up!",

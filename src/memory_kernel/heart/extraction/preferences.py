@@ -39,19 +39,22 @@ _WANTING = _set(
     """
     like likes love loves prefer prefers want wants wanna hate hates dislike dislikes avoid
     avoids enjoy enjoys adore adores detest detests loathe loathes refuse refuses
+    loving enjoying liking hating preferring avoiding
     """
 )
-# Auxiliaries and negations between the holder and the verb ("I really don't want").
-_BEFORE_VERB = _set("do does don't doesn't didn't not never always")
+# Auxiliaries and negations between the holder and the verb ("I really don't want", "I've
+# been loving").
+_BEFORE_VERB = _set("do does don't doesn't didn't not never always been")
 _NORM_WORDS = 3  # a predicate or a label's head phrase: "a must", "the top priority"
 _LABEL = re.compile(r"^([^:]{1,60}):\s+(?=\S)")
 # What makes a request hold beyond the answer it is asked in: it asks to go on doing
-# something, says when (always, from now on), or names the other party's answers at large.
+# something, says when (always, from now on), or names the other party's answers at large
+# (a plural without "the": "give me answers as bullet points", not "the answers to …").
 # Only with "please": between friends "Keep it up!", "Keep me posted", "Never give up!" are
 # encouragement (LoCoMo's chats hold hundreds), not instructions.
 _STANDING = re.compile(
     r"\b(?:keep|always|never|from now on|going forward|in future|in the future|every time"
-    r"|whenever|in (?:your |all |the |all your )?(?:answers|responses|replies))\b",
+    r"|whenever|(?<!the )(?:answers|responses|replies))\b",
     re.IGNORECASE,
 )
 
