@@ -158,26 +158,3 @@ async def test_a_preference_a_newer_fact_replaced_is_not_what_the_user_wants(
     ctx = await kernel.context.build(request("How do I take my coffee?"))
     assert not any("oat milk" in line for line in lines(ctx, "user_traits"))
     assert "coffee black" in ctx.text  # the newer value, from the facts node
-
-
-async def test_the_newer_value_takes_the_place_of_a_changed_preference_by_itself(
-    kernel: MemoryKernel, clock: FrozenClock
-) -> None:
-    """With no other node recalling anything (facts excluded), the profile reads the facts
-    learned after a preference, nearest to it, and shows the one that replaced it."""
-    said = {"source": "extraction", "turn_id": str(uuid.uuid4())}
-    await prefer(kernel, "The user likes their coffee with oat milk.", metadata=said)
-    for n in range(6):  # other facts, learned later, that replace nothing
-        await kernel.heart.facts.learn(
-            FactInput(agent_id=A, content=f"The user's bike number {n} weighs {n + 7} kg.")
-        )
-    clock.advance(days=20)
-    changed = "The user has switched to drinking their coffee black, no milk anymore."
-    await kernel.heart.facts.learn(FactInput(agent_id=A, content=changed))
-    mask = {"RESPOND": {"facts": False, "turns": False, "episodic_memory": False}}
-    relevance = RelevancePipeline.load({"template_masks": mask}, strict=True)
-    judges = kernel.heart.facts.slot_judge
-    engine = ContextEngine(runtime_of(kernel), relevance=relevance, slot_judges=judges)
-    ctx = await engine.build(request("Can you suggest a cafe order for me?"))
-    assert lines(ctx, "user_traits") == [changed]
-    await engine.close()

@@ -31,8 +31,6 @@ from memory_kernel.context.recall import (
 from memory_kernel.context.replaced import replaced_texts
 from memory_kernel.context.stale import demote_replaced
 from memory_kernel.errors import EmbedderError, InvalidVectorError
-from memory_kernel.heart.facts import store as facts_store
-from memory_kernel.heart.facts.read_resolution import SUCCESSORS_EACH
 from memory_kernel.heart.turns.store import StoredTurn, next_turns
 from memory_kernel.models.context import MemoryHit, MemorySource
 from memory_kernel.models.facts import PREFERENCE
@@ -320,32 +318,18 @@ class Recaller:
     ) -> list[MemoryHit]:
         """The agent's current preferences (facts of category ``PREFERENCE``), the ``limit``
         best for the query: found by kind, ranked by the relevance score (``context.traits``);
-        two of one slot read newest first, as in any recall. A preference the user changed in
-        other words ("I like my coffee with oat milk" / "I've switched to drinking my coffee
-        black": no preference itself) gives way to the newer fact: the facts learned after
-        each one shown, nearest to it, are judged beside it (as ``facts.search`` reads
-        successors), and one that replaces it is shown in its place."""
+        two of one slot read newest first, as in any recall."""
         cfg = self._rt.config.context
-        floor = cfg.passive_min_confidence
         async with self._rt.db.connection() as conn:
             found = await retrieval.preferences(
-                conn, agent_id=agent_id, category=PREFERENCE, min_confidence=floor,
+                conn,
+                agent_id=agent_id,
+                category=PREFERENCE,
+                min_confidence=cfg.passive_min_confidence,
                 pool=max(cfg.candidate_pool, limit),
-            )  # fmt: skip
-            found = [with_similarity(c, vector) for c in found]
-            shown = {h.id for h in self.select(found, limit=limit, query=(query, vector)).hits}
-            sources = [(c.id, c.created_at, c.vector) for c in found
-                       if c.id in shown and c.vector is not None]  # fmt: skip
-            near = await facts_store.successors(
-                conn, agent_id, sources,
-                recalled={c.id for c in found}, k=SUCCESSORS_EACH, min_confidence=floor,
-            )  # fmt: skip
-        later = [with_similarity(retrieval.fact_candidate(f, v), vector)
-                 for beside in near.values() for f, v in beside]  # fmt: skip
-        hits = self.select([*found, *later], limit=limit + len(later), query=(query, vector)).hits
-        replacing = {h.replaced_by for h in hits if h.replaced_by is not None}
-        kept = [h for h in hits if h.replaced_by is None and (h.id in shown or h.id in replacing)]
-        return kept[:limit]
+            )
+        found = [with_similarity(c, vector) for c in found]
+        return self.select(found, limit=limit, query=(query, vector)).hits
 
     async def recall_many(
         self,

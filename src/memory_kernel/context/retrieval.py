@@ -39,7 +39,6 @@ from memory_kernel.context.recall import Candidate, with_similarity
 from memory_kernel.heart.episodes.policy import AUTOMATIC_OUTCOMES
 from memory_kernel.models.context import MemorySource
 from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus, FactStatus
-from memory_kernel.models.facts import Fact
 from memory_kernel.runtime import off_loop
 from memory_kernel.similarity import space_pieces, word_overlap, words
 from memory_kernel.storage.search import AnyRow
@@ -52,7 +51,6 @@ __all__ = [
     "TermStats",
     "WeightedTerm",
     "candidates",
-    "fact_candidate",
     "preferences",
     "query_words",
     "term_stats",
@@ -225,14 +223,6 @@ async def preferences(
         .limit(pool)
     )
     return [_candidate(MemorySource.FACT, spec, row, 0.0) for row in await conn.execute(stmt)]
-
-
-def fact_candidate(fact: Fact, vector: Vector | None) -> Candidate:
-    """A stored fact read elsewhere (``heart.facts.store``), as a recall candidate."""
-    return Candidate(
-        source=MemorySource.FACT, id=fact.id, text=fact.content, confidence=fact.confidence,
-        created_at=fact.created_at, vector=vector, metadata=dict(fact.metadata),
-    )  # fmt: skip
 
 
 def _lex(row: AnyRow) -> float:
