@@ -11,8 +11,9 @@ What it measures:
   at work) and an urgent CLARIFY turn (urgency, soft recovery, safety).
 - ``greeting build``: ``ContextEngine.build("Hey!", mode=ACKNOWLEDGE)`` — no I/O at all.
 - ``full build``: ``ContextEngine.build`` for a question in RESPOND mode over one agent with
-  ``--memories`` facts+episodes (+1% decisions) in its own HNSW partitions: one query
-  embedding, three recall nodes concurrently (vector + full-text each), ranking, assembly.
+  ``--memories`` facts+episodes (+1% decisions) in its own HNSW partitions, 20 of the facts
+  preferences: one query embedding, the recall nodes concurrently (vector + full-text
+  each) and ``user_traits`` (its preferences and their newer neighbours), ranking, assembly.
 - ``raw asyncpg floor``: the very statements the build sent (captured), replayed on three
   raw asyncpg connections with the same concurrency — the database's share alone.
 """
@@ -49,6 +50,7 @@ from memory_kernel.testing import FrozenClock
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 AGENT = "bench-agent"
+PREFERENCES = 20  # of the facts: a user with this many preferences
 console = Console()
 
 
@@ -107,7 +109,7 @@ async def seed(kernel: MemoryKernel, memories: int, rng: np.random.Generator) ->
     n_facts, n_decisions = int(memories * 0.6), memories // 100
     when = [NOW - timedelta(minutes=i) for i in range(memories)]
     fact_cols = ["agent_id", "id", "content", "confidence", "status", "embedding"]
-    fact_cols += ["last_evidence_at", "valid_from", "created_at", "updated_at"]
+    fact_cols += ["last_evidence_at", "valid_from", "created_at", "updated_at", "category"]
     facts = [
         (
             AGENT,
@@ -120,6 +122,7 @@ async def seed(kernel: MemoryKernel, memories: int, rng: np.random.Generator) ->
             when[i],
             when[i],
             when[i],
+            "preference" if i % (n_facts // PREFERENCES) == 0 else None,  # user_traits
         )
         for i in range(n_facts)
     ]
