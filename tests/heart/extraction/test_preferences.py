@@ -41,11 +41,20 @@ def test_wanting_liking_avoiding_and_norms_are_preferences(said: str, kept: str)
     [
         ("One firm rule: no HOA. We had a bad one.", "The user's rule: no HOA."),
         ("Dealbreakers: carpet in bathrooms", "The user's dealbreakers: carpet in bathrooms."),
-        ("Caroline: My priority: quiet mornings", "Caroline's priority: quiet mornings."),
     ],
 )
 def test_a_label_naming_a_norm_keeps_what_it_rules(said: str, kept: str) -> None:
     assert _by_content(said)[kept] == PREFERENCE
+
+
+def test_a_transcript_speakers_wants_are_plain_facts() -> None:
+    # A named speaker is not the user the profile is about (LoCoMo's two friends).
+    assert _by_content("Caroline: My priority: quiet mornings") == {
+        "Caroline's priority: quiet mornings.": None
+    }
+    assert _by_content("Melanie: I love camping with my kids.") == {
+        "Melanie loves camping with their kids.": None
+    }
 
 
 def test_a_label_that_names_no_norm_is_still_only_a_preamble() -> None:

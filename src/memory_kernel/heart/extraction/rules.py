@@ -126,6 +126,10 @@ def extract_text(
                 fact, previous = _clause(part, speaker, previous)
                 found.append(fact)
             for fact in found:
+                if fact is not None and fact.category and speaker != _USER:
+                    # A transcript's speaker is someone named, not the user the profile
+                    # (context.traits) is about: what they want stays a plain fact.
+                    fact = fact.model_copy(update={"category": None})
                 if fact is not None and said_at is not None:
                     dated = resolve_relative(fact.content.rstrip("."), said_at)
                     fact = fact.model_copy(update={"content": _sentence(dated)})
