@@ -28,7 +28,13 @@ from typing import Any
 from memory_kernel.context import tools
 from memory_kernel.context.budget import SOURCE_OVERLAP, assemble, render
 from memory_kernel.context.episodes import episode_chars, shorten_episodes
-from memory_kernel.context.nodes import GistsNode, RecallNode, WorkingMemoryNode, format_hit
+from memory_kernel.context.nodes import (
+    GistsNode,
+    QueryNode,
+    RecallNode,
+    WorkingMemoryNode,
+    format_hit,
+)
 from memory_kernel.context.prefetch import Prefetcher
 from memory_kernel.context.recaller import Recaller, SlotJudges
 from memory_kernel.context.relevance import RelevancePipeline
@@ -299,12 +305,12 @@ class ContextEngine:
     ) -> tuple[list[NodeContent], list[str], int]:
         todo = [self._providers[n] for n in wanted if n not in ready]
         vector = None
-        if any(isinstance(p, RecallNode | TraitsNode) for p in todo):
+        if any(isinstance(p, QueryNode) for p in todo):
             vector = await self.recaller.embed_query(request.message)
 
         async def one(provider: Any) -> tuple[NodeContent, int] | None:
             try:
-                if isinstance(provider, RecallNode | TraitsNode):
+                if isinstance(provider, QueryNode):
                     return await provider.fetch_for(
                         agent_id=request.agent_id,
                         query=request.message,
@@ -332,11 +338,7 @@ class ContextEngine:
         return self.prefetch.schedule(agent_id=agent_id, session_id=session_id, turns=turns[-2:])
 
     async def _prefetch_fetch(self, agent_id: str, query: str) -> dict[str, NodeContent]:
-        nodes = [
-            p
-            for n in PREFETCHED_NODES
-            if isinstance(p := self._providers.get(n), RecallNode | TraitsNode)
-        ]
+        nodes = [p for n in PREFETCHED_NODES if isinstance(p := self._providers.get(n), QueryNode)]
         vector = await self.recaller.embed_query(query)
         offer = self._offer(self._rt.config.context.token_budget)
         results = await asyncio.gather(

@@ -34,7 +34,9 @@ from memory_kernel.models.context import (
 )
 from memory_kernel.vectors import Vector
 
-__all__ = ["FunctionNode", "GistsNode", "RecallNode", "WorkingMemoryNode", "format_hit"]
+__all__ = [
+    "FunctionNode", "GistsNode", "QueryNode", "RecallNode", "WorkingMemoryNode", "format_hit",
+]  # fmt: skip
 
 _DESCRIPTION_CHARS = 120  # the seed's decision line: "- [status] desc[:120] (confidence)"
 
@@ -86,10 +88,32 @@ class GistsNode:
         return NodeContent(node=self.name, title=self.title, tier=Tier.STREAMED, items=items)
 
 
-class RecallNode:
-    """A recall node: ``facts``, ``episodic_memory``, ``decisions`` or ``turns``."""
+class QueryNode:
+    """A built-in node the engine fetches with the turn's query and its one vector
+    (``fetch_for``: the recall nodes and ``user_traits``), as the passive prefetch does with
+    the session's last turns."""
 
-    needs_vector = True
+    async def fetch(self, request: ContextRequest, *, vector: Vector | None = None) -> NodeContent:
+        content, _ = await self.fetch_for(
+            agent_id=request.agent_id, query=request.message, vector=vector
+        )
+        return content
+
+    async def fetch_for(
+        self,
+        *,
+        agent_id: str,
+        query: str,
+        vector: Vector | None,
+        limit: int | None = None,
+        session_id: str | None = None,
+    ) -> tuple[NodeContent, int]:
+        """The section for ``query``, and how many decisions were left out as repeats."""
+        raise NotImplementedError
+
+
+class RecallNode(QueryNode):
+    """A recall node: ``facts``, ``episodic_memory``, ``decisions`` or ``turns``."""
 
     def __init__(
         self,
@@ -113,12 +137,6 @@ class RecallNode:
         self._recaller = recaller
         self._limit = limit
         self._min_confidence = min_confidence
-
-    async def fetch(self, request: ContextRequest, *, vector: Vector | None = None) -> NodeContent:
-        content, _ = await self.fetch_for(
-            agent_id=request.agent_id, query=request.message, vector=vector
-        )
-        return content
 
     async def fetch_for(
         self,

@@ -13,32 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory_kernel.context.nodes import format_hit
+from memory_kernel.context.nodes import QueryNode, format_hit
 from memory_kernel.context.recaller import Recaller
-from memory_kernel.models.context import ContextItem, ContextRequest, NodeContent, Tier
+from memory_kernel.models.context import ContextItem, NodeContent, Tier
 from memory_kernel.protocols import TokenCounter
 from memory_kernel.vectors import Vector
 
 __all__ = ["TraitsNode", "within_share", "without_replaced"]
 
 
-class TraitsNode:
+class TraitsNode(QueryNode):
     """``user_traits``: the agent's current preference facts, the best ``limit`` for the
     query (see the module)."""
 
     name = "user_traits"
     title = "What the user wants"
-    needs_vector = True
 
     def __init__(self, recaller: Recaller, *, limit: int) -> None:
         self._recaller = recaller
         self._limit = limit
-
-    async def fetch(self, request: ContextRequest, *, vector: Vector | None = None) -> NodeContent:
-        content, _ = await self.fetch_for(
-            agent_id=request.agent_id, query=request.message, vector=vector
-        )
-        return content
 
     async def fetch_for(
         self,

@@ -1,4 +1,4 @@
-"""What the speaker wants: the clauses the rule extractor marks as a preference.
+"""What the user wants: the clauses the rule extractor marks as a preference.
 
 A preference holds for every later conversation whatever it is about ("I like evidence-based
 info rather than mommy-blog stuff" answers "What should I read to prepare for labour?",
@@ -13,6 +13,9 @@ closed class rather than phrases taken from data:
 - a standing instruction: a "please" request to the other party that says it holds beyond
   this answer ("Please keep code examples in TypeScript", "… in answers, not pseudo-code",
   "always …", "from now on …"); a one-off request ("Please give me a recipe") is no fact.
+
+Only the user's: a transcript's named speaker ("Melanie: I love camping") is not the user
+the profile is about, and what they want stays a plain fact (``rules.extract_text``).
 """
 
 from __future__ import annotations
