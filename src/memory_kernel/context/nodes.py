@@ -14,6 +14,7 @@ gists, no I/O), and the recall nodes ``facts``, ``episodic_memory``, ``decisions
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -88,7 +89,7 @@ class GistsNode:
         return NodeContent(node=self.name, title=self.title, tier=Tier.STREAMED, items=items)
 
 
-class QueryNode:
+class QueryNode(ABC):
     """A built-in node the engine fetches with the turn's query and its one vector
     (``fetch_for``: the recall nodes and ``user_traits``), as the passive prefetch does with
     the session's last turns."""
@@ -99,6 +100,7 @@ class QueryNode:
         )
         return content
 
+    @abstractmethod
     async def fetch_for(
         self,
         *,
@@ -109,7 +111,6 @@ class QueryNode:
         session_id: str | None = None,
     ) -> tuple[NodeContent, int]:
         """The section for ``query``, and how many decisions were left out as repeats."""
-        raise NotImplementedError
 
 
 class RecallNode(QueryNode):
