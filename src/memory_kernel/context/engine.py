@@ -36,6 +36,7 @@ from memory_kernel.context.nodes import (
     format_hit,
 )
 from memory_kernel.context.prefetch import Prefetcher
+from memory_kernel.context.provenance import without_extracted
 from memory_kernel.context.recaller import Recaller, SlotJudges
 from memory_kernel.context.relevance import RelevancePipeline
 from memory_kernel.context.repeats import Rest
@@ -237,6 +238,9 @@ class ContextEngine:
         # of the budget (context.traits).
         share = partial(within_share, budget=budget, share=cfg.traits_budget_share)
         ordered = [share(s, counter=self.counter) for s in without_replaced(ordered)]
+        if not cfg.extracted_facts_shown:
+            # An extracted fact is said by the turn it came from (context.provenance).
+            ordered = without_extracted(ordered)
         # A reply shown with its question yields to a memory drafted from it (context.replies).
         ordered = untold(ordered)
         if request.tool_results:

@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
-from memory_kernel.models.context import MemoryHit, MemorySource
+from memory_kernel.models.context import MemoryHit, MemorySource, NodeContent, Tier
 
-__all__ = ["few_extracted", "said_at", "source_turn"]
+__all__ = ["few_extracted", "said_at", "source_turn", "without_extracted"]
 
 T = TypeVar("T")
 
@@ -76,3 +76,25 @@ def few_extracted(hits: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
                 continue
         out.append(hit)
     return out
+
+
+def without_extracted(sections: Sequence[NodeContent]) -> list[NodeContent]:
+    """``sections`` without the facts extracted from a conversation, except the profile's
+    (``Tier.PROFILE``: what the user wants is shown by kind). Such a fact is one clause of
+    something said, and the turn or episode it came from says it with its date and what was
+    around it: at 300 tokens, of the 1,892 extracted-fact lines shown on LoCoMo's
+    questions 12 held the answer, and on the authored chats 2 of 40, never the only place
+    it was (docs/tuning.md, twentieth round). ``ContextConfig.extracted_facts_shown``
+    keeps them."""
+    return [
+        section
+        if section.tier is Tier.PROFILE
+        else section.model_copy(
+            update={"items": tuple(i for i in section.items if not _extracted(i.hit))}
+        )
+        for section in sections
+    ]
+
+
+def _extracted(hit: MemoryHit | None) -> bool:
+    return hit is not None and source_turn(hit) is not None
