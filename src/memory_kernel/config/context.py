@@ -40,7 +40,7 @@ class ContextConfig(Frozen):
             "passive_limit of them). Off: the turns and episodes they were taken from say "
             "them, dated, and what the user wants is shown by user_traits. Rule extractor, "
             "300 tokens, answer in context / stale shown (authored, s16, sealed F, LoCoMo): "
-            "shown 0.826/0.20, 0.877/0.09, 0.864/0.16, 0.327; off 0.841/0.18, 0.860/0.09, "
+            "shown 0.826/0.20, 0.877/0.09, 0.864/0.16, 0.327; off 0.841/0.16, 0.860/0.09, "
             "0.864/0.11, 0.350; 1,000 tokens alike."
         ),
     )

@@ -18,7 +18,9 @@ was said). Two context rules follow from it:
 - **A fact is a pointer into what was said, not a filler.** A recall node offers at most
   its own few extracted facts (the best); beyond them the budget is filled by the turns
   the facts were taken from, by relevance — otherwise many one-clause facts, each ranking
-  high for being short, crowd out the dated turns that hold them and their context.
+  high for being short, crowd out the dated turns that hold them and their context. By
+  default the context shows none of them at all (``without_extracted``): the profile shows
+  the user's preferences by kind, and the turns say the rest.
 
 Facts without this provenance (learned by the host, or by the kernel from episodes) keep
 the rules they had: undated, and a turn sharing most of their words is their source.
