@@ -9,7 +9,7 @@ import pytest
 
 from memory_kernel import MemoryKernel, ValidationError
 from memory_kernel.models.enums import FactStatus
-from memory_kernel.models.facts import LearnAction
+from memory_kernel.models.facts import PREFERENCE, LearnAction
 from memory_kernel.models.turns import (
     ToolResult,
     TurnContext,
@@ -39,7 +39,7 @@ def test_the_tool_is_offered_with_its_schema(kernel: MemoryKernel) -> None:
     tools = {t["function"]["name"]: t["function"] for t in kernel.tool_schemas()}
     params = tools["remember"]["parameters"]
     assert params["required"] == ["content"]
-    assert set(params["properties"]) == {"content", "subject", "confidence"}
+    assert set(params["properties"]) == {"content", "subject", "confidence", "preference"}
 
 
 async def test_a_remembered_fact_is_learned_with_its_provenance(
@@ -76,6 +76,27 @@ async def test_a_newer_value_of_the_same_subject_supersedes(
     old = await kernel.heart.facts.get(first.remembered[0].fact.id, agent_id=AGENT)
     assert old.status is FactStatus.SUPERSEDED
     assert old.superseded_by == second.remembered[0].fact.id
+
+
+async def test_a_remembered_preference_is_shown_on_every_later_turn(
+    kernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    wants = "The user wants code examples in TypeScript."
+    _, result = await _turn(
+        kernel, "Code in TypeScript, please.", _remember(wants, preference=True)
+    )
+    assert result.remembered[0].fact.category == PREFERENCE
+    clock.advance(timedelta(days=90))
+    later = await kernel.pre_turn(
+        TurnInput(agent_id=AGENT, session_id="s2", message="How do I add retries to the worker?")
+    )
+    assert f"## What the user wants\n- {wants}" in later.text
+    ctx = await kernel.pre_turn(TurnInput(agent_id=AGENT, session_id="s3", message="Noted?"))
+    odd = _remember("The user likes tea.", preference="yes")
+    with pytest.raises(ValidationError, match="preference"):
+        await kernel.post_turn(ctx.turn, TurnOutcome(response_text="ok", tool_results=[odd]))
+    assert not [f for f in await kernel.heart.facts.as_of(AGENT, clock.now())
+                if f.content == "The user likes tea."]  # fmt: skip
 
 
 async def test_failed_or_empty_calls(kernel: MemoryKernel) -> None:

@@ -5,8 +5,9 @@ Like ``record_decision``, the host runs nothing: it reports the model's call in
 through fact admission, dedup and supersession like any ``learn`` (a ``subject`` makes the
 supersession exact: the newest fact of a subject is the current one). The fact records where
 it came from: the turn's episode (``derived_from``) and ``metadata`` (``source: remember``,
-the session). The schema and the arguments read back are built from one table here, so they
-cannot drift apart.
+the session). ``preference: true`` gives it the category ``PREFERENCE``: what the user wants
+is shown on every later turn (``context.traits``). The schema and the arguments read back are
+built from one table here, so they cannot drift apart.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory_kernel.errors import ValidationError
-from memory_kernel.models.facts import FactInput
+from memory_kernel.models.facts import PREFERENCE, FactInput
 from memory_kernel.models.turns import TurnHandle, TurnOutcome
 
 __all__ = ["REMEMBER_OPTIONAL", "REMEMBER_TOOL", "remember_inputs", "remember_schema"]
@@ -45,6 +46,14 @@ _PROPERTIES: dict[str, dict[str, Any]] = {
         "minimum": 0.0,
         "maximum": 1.0,
         "description": "How sure you are, from 0 to 1 (default 0.7).",
+    },
+    "preference": {
+        "type": "boolean",
+        "description": (
+            "True when the fact is what the user wants, likes or avoids, a rule they keep or "
+            "how they want every answer (e.g. 'The user wants code examples in TypeScript'): "
+            "it is then shown on every later turn, whatever it is about."
+        ),
     },
 }
 
@@ -78,6 +87,11 @@ def remember_inputs(turn: TurnHandle, outcome: TurnOutcome) -> list[FactInput]:
         if not isinstance(content, str) or not content.strip():
             raise ValidationError("a remember tool result carries no content")
         known = {k: args[k] for k in REMEMBER_OPTIONAL if args.get(k) is not None}
+        preference = args.get("preference")
+        if preference not in (None, True, False):
+            raise ValidationError("a remember tool result's preference must be true or false")
+        if preference:
+            known["category"] = PREFERENCE  # shown by kind (context.traits)
         found.append(
             FactInput(
                 agent_id=turn.agent_id,
