@@ -92,7 +92,7 @@ async def test_a_remembered_preference_is_shown_on_every_later_turn(
     )
     assert f"## What the user wants\n- {wants}" in later.text
     ctx = await kernel.pre_turn(TurnInput(agent_id=AGENT, session_id="s3", message="Noted?"))
-    odd = _remember("The user likes tea.", preference="yes")
+    odd = _remember("The user likes tea.", preference=1)
     with pytest.raises(ValidationError, match="preference"):
         await kernel.post_turn(ctx.turn, TurnOutcome(response_text="ok", tool_results=[odd]))
     assert not [f for f in await kernel.heart.facts.as_of(AGENT, clock.now())

@@ -88,7 +88,7 @@ def remember_inputs(turn: TurnHandle, outcome: TurnOutcome) -> list[FactInput]:
             raise ValidationError("a remember tool result carries no content")
         known = {k: args[k] for k in REMEMBER_OPTIONAL if args.get(k) is not None}
         preference = args.get("preference")
-        if preference not in (None, True, False):
+        if preference is not None and not isinstance(preference, bool):  # 1 == True in Python
             raise ValidationError("a remember tool result's preference must be true or false")
         if preference:
             known["category"] = PREFERENCE  # shown by kind (context.traits)
