@@ -42,7 +42,8 @@ from memory_kernel.protocols import TokenCounter
 from memory_kernel.similarity import word_overlap, words
 
 __all__ = [
-    "ALONE", "DUPLICATE_OVERLAP", "SOURCE_OVERLAP", "TOLD", "Assembly", "assemble", "render",
+    "ALONE", "DUPLICATE_OVERLAP", "SOURCE_OVERLAP", "TOLD", "Assembly", "assemble", "line",
+    "render",
 ]  # fmt: skip
 
 #: Streamed items sharing more than this share of words are one memory told twice: only
@@ -75,7 +76,7 @@ def _header(section: NodeContent) -> str:
     return f"## {section.title}"
 
 
-def _line(item: ContextItem) -> str:
+def line(item: ContextItem) -> str:
     return f"- {item.text}"
 
 
@@ -100,7 +101,7 @@ def _when(item: ContextItem) -> datetime:
 
 
 def _lines(section: NodeContent) -> list[str]:
-    return [_header(section), *(_line(item) for item in _display(section.items))]
+    return [_header(section), *(line(item) for item in _display(section.items))]
 
 
 def render(sections: Sequence[NodeContent]) -> str:
@@ -126,7 +127,7 @@ class _Packer:
         return self.counter.count(_header(section) + "\n\n")
 
     def take(self, section: NodeContent, item: ContextItem, *, droppable: bool) -> bool:
-        cost = self.counter.count(_line(item) + "\n") + self.header_cost(section)
+        cost = self.counter.count(line(item) + "\n") + self.header_cost(section)
         if cost > self.left:
             return False
         self.left -= cost
@@ -296,7 +297,7 @@ def _fits_instead(
 ) -> bool:
     """Whether ``item`` fits once the ``kept`` items are given back."""
     refund = sum(packer.item_cost[id(k.item)] for k in kept)
-    cost = packer.counter.count(_line(item) + "\n") + packer.header_cost(section)
+    cost = packer.counter.count(line(item) + "\n") + packer.header_cost(section)
     return cost <= packer.left + refund
 
 

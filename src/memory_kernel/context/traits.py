@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memory_kernel.context.budget import line
 from memory_kernel.context.nodes import QueryNode, format_hit
 from memory_kernel.context.recaller import Recaller
 from memory_kernel.models.context import ContextItem, NodeContent, Tier
@@ -66,7 +67,7 @@ def within_share(
     room, used = share * budget, 0
     kept: list[ContextItem] = []
     for item in section.items:
-        used += counter.count(f"- {item.text}\n")
+        used += counter.count(line(item) + "\n")  # what the budget charges for it
         if kept and used > room:
             break
         kept.append(item)

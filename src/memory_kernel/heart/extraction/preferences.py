@@ -28,17 +28,14 @@ from memory_kernel.heart.extraction.rules_text import (
     COPULAS,
     NORMS,
     REQUEST_OPENERS,
+    word_set,
     words,
 )
 
 __all__ = ["norm_label", "prefers", "standing_request"]
 
 
-def _set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_WANTING = _set(
+_WANTING = word_set(
     """
     like likes love loves prefer prefers want wants wanna hate hates dislike dislikes avoid
     avoids enjoy enjoys adore adores detest detests loathe loathes refuse refuses
@@ -47,7 +44,7 @@ _WANTING = _set(
 )
 # Auxiliaries and negations between the holder and the verb ("I really don't want", "I've
 # been loving").
-_BEFORE_VERB = _set("do does don't doesn't didn't not never always been")
+_BEFORE_VERB = word_set("do does don't doesn't didn't not never always been")
 _NORM_WORDS = 3  # a predicate or a label's head phrase: "a must", "the top priority"
 _LABEL = re.compile(r"^([^:]{1,60}):\s+(?=\S)")
 # What makes a request hold beyond the answer it is asked in: it asks to go on doing

@@ -21,38 +21,34 @@ from memory_kernel.heart.extraction.rules_parse import (
     PREPOSITIONS,
     Clause,
 )
-from memory_kernel.heart.extraction.rules_text import ADVERBS, COPULAS, SMALL_TALK
+from memory_kernel.heart.extraction.rules_text import ADVERBS, COPULAS, SMALL_TALK, word_set
 from memory_kernel.heart.facts.normalise import FUNCTION_WORDS, past_form, stem, value_of
 from memory_kernel.heart.facts.slots import statement
 
 __all__ = ["is_name", "slot_key", "value_type"]
 
 
-def _set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 _PLACE_PREPOSITIONS = frozenset({"in", "to", "at", "from", "near"})
 # Verbs whose place argument is where someone lives.
-_RESIDE = frozenset({stem(w) for w in _set("live lived moved move relocated based settled")})
+_RESIDE = frozenset({stem(w) for w in word_set("live lived moved move relocated based settled")})
 # Verbs that only say a value changed: the thing is their object, the value follows "to".
 _CHANGE = frozenset(
     stem(w)
-    for w in _set("moved switched changed pushed rescheduled bumped shifted postponed delayed")
+    for w in word_set("moved switched changed pushed rescheduled bumped shifted postponed delayed")
 )
 # One word of state after a copula ("is shipped", "is off").
-_STATES = _set(
+_STATES = word_set(
     "on off live down up done open closed pending ready complete over active inactive "
     "broken fixed green red flaky stable"
 )
 # Relations of the speaker (kinship, household, work): a holder that is a person.
-_RELATIONS = _set("""
+_RELATIONS = word_set("""
     mother father mom mum dad mama papa parents sister brother sibling siblings son daughter
     kids children wife husband partner spouse boyfriend girlfriend fiance fiancee friend
     cousin aunt uncle grandma grandpa grandmother grandfather grandparents niece nephew
     boss manager colleague coworker roommate flatmate neighbour neighbor therapist doctor
     """)
-_CALENDAR = _set(
+_CALENDAR = word_set(
     "monday tuesday wednesday thursday friday saturday sunday january february march april "
     "may june july august september october november december"
 )
@@ -61,11 +57,13 @@ _ORDINALS = frozenset(f"{n}th" for n in range(1, 13))
 # Verbs that only say that (and so when) a thing happens: "the standup runs at 9",
 # "book club meets on Tuesdays", "the party is on the 27th". Starting, ending, opening and
 # closing are attributes of their own and keep their verb in the key.
-_OCCUR = frozenset(stem(w) for w in _set("run runs meet meets happen happens occur occurs"))
+_OCCUR = frozenset(stem(w) for w in word_set("run runs meet meets happen happens occur occurs"))
 _WHEN = frozenset({"time", "day", "date"})
-_CHANGE_TO = _set("to from until into back up down")
+_CHANGE_TO = word_set("to from until into back up down")
 # Verbs that say what a measure is, as a copula would: "weighs 31 pounds", "costs $5".
-_MEASURING = frozenset(stem(w) for w in _set("weigh weighs cost costs last lasts measure total"))
+_MEASURING = frozenset(
+    stem(w) for w in word_set("weigh weighs cost costs last lasts measure total")
+)
 _UNIT_TYPES = frozenset({"measure", "duration", "frequency"})
 _TYPE_WORDS = {
     "money": "amount", "number": "count", "time": "time", "day": "day", "date": "date",

@@ -12,26 +12,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory_kernel.heart.extraction.rules_text import ADVERBS, COPULAS, MODALS, PAST_IRREGULAR
+from memory_kernel.heart.extraction.rules_text import (
+    ADVERBS,
+    COPULAS,
+    MODALS,
+    PAST_IRREGULAR,
+    word_set,
+)
 from memory_kernel.heart.facts.normalise import past_form, stem
 from memory_kernel.heart.facts.slots import stem_is_verb
 
 __all__ = ["DETERMINERS", "HAVE", "POSSESSIVES", "PREPOSITIONS", "Clause", "parse"]
 
 
-def _set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 _FIRST = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my", "me"})
 _PLURAL = frozenset({"we", "we're", "we've", "we'll", "our", "us"})
-_PRONOUNS = _set(
+_PRONOUNS = word_set(
     "you you're your he he's she she's they they're it it's this that these those there "
     "there's here which who"
 )
-DETERMINERS = _set("the a an this that these those every each")
-POSSESSIVES = _set("my our your his her their its")
-PREPOSITIONS = _set("in on at after before since during for by within outside inside from until")
+DETERMINERS = word_set("the a an this that these those every each")
+POSSESSIVES = word_set("my our your his her their its")
+PREPOSITIONS = word_set(
+    "in on at after before since during for by within outside inside from until"
+)
 HAVE = frozenset({"has", "have", "had", "'ve", "got", "owns", "own", "keep", "keeps"})
 
 
@@ -84,7 +88,7 @@ def _verb_at(lower: list[str], start: int) -> int:
     return len(lower)
 
 
-_PERFECT = _set("have has had 've 'd")
+_PERFECT = word_set("have has had 've 'd")
 
 
 def _main_verb(lower: list[str], at: int) -> int:

@@ -32,11 +32,12 @@ __all__ = [
     "speaker_label",
     "strip_opener",
     "third_person",
+    "word_set",
     "words",
 ]
 
 
-def _set(text: str) -> frozenset[str]:
+def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
@@ -47,7 +48,7 @@ _WORD = re.compile(
 )
 
 # Abbreviations whose period ends no sentence.
-_ABBREVIATIONS = _set("mr mrs ms dr st prof sr jr vs etc e.g i.e approx no fig mt ft inc")
+_ABBREVIATIONS = word_set("mr mrs ms dr st prof sr jr vs etc e.g i.e approx no fig mt ft inc")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9$€£¥])")
 # Independent clauses joined by a semicolon or a spaced dash.
 _CLAUSE_JOIN = re.compile(r"\s*;\s+|\s+[-–—]+\s+")
@@ -56,7 +57,7 @@ _LABEL = re.compile(r"^([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}):\s+(?=\S)")
 _CAPTION = re.compile(r"\s*\[image:[^\]]*\]\s*$")
 # What a message opens with to say what kind of message it is ("Update: I've settled on
 # 78%", "Note: I'm allergic to penicillin"): a label, not a speaker, so "I" stays the user.
-_MESSAGE_KINDS = _set(
+_MESSAGE_KINDS = word_set(
     """
     update updates note notes edit ps fyi btw also anyway question questions answer reminder
     summary recap context background status progress milestone correction followup todo
@@ -67,7 +68,7 @@ _MESSAGE_KINDS = _set(
 
 # Nouns and adjectives that name a norm: what a label ("One firm rule: no HOA") or a
 # predicate ("… is non-negotiable") calls a rule the speaker keeps (``preferences``).
-NORMS = _set(
+NORMS = word_set(
     """
     rule rules requirement requirements must must-have must-haves priority priorities
     non-negotiable non-negotiables dealbreaker dealbreakers deal-breaker deal-breakers
@@ -75,7 +76,7 @@ NORMS = _set(
     """
 )
 
-SMALL_TALK = _set(
+SMALL_TALK = word_set(
     """
     hello hi hey hiya howdy morning evening afternoon night bye goodbye cheers thanks thank
     ty please welcome ok okay k kk yes yeah yep yup no nope sure alright right cool great
@@ -86,11 +87,11 @@ SMALL_TALK = _set(
     """
 )
 # Pronouns whose referent a single sentence does not say.
-DEICTIC = _set("it it's this that these those they they're he he's she she's which who")
-PLURAL_FIRST = _set("we we're we've we'd we'll us our ours ourselves")
-COPULAS = _set("is are was were am be been being 's 're 'm")
+DEICTIC = word_set("it it's this that these those they they're he he's she she's which who")
+PLURAL_FIRST = word_set("we we're we've we'd we'll us our ours ourselves")
+COPULAS = word_set("is are was were am be been being 's 're 'm")
 # Finite auxiliaries a third-person subject takes as they are (past or modal).
-MODALS = _set(
+MODALS = word_set(
     """
     can could will would shall should must might may 'll 'd can't couldn't won't wouldn't
     shouldn't mustn't cannot
@@ -101,26 +102,26 @@ AUXILIARY_3RD = {
     "am": "is", "'m": "is", "have": "has", "'ve": "has", "do": "does", "don't": "doesn't",
     "were": "was", "haven't": "hasn't", "'re": "is", "are": "is", "aren't": "isn't",
 }  # fmt: skip
-NEGATIONS = _set("not no never nobody nothing none nor neither cannot without")
+NEGATIONS = word_set("not no never nobody nothing none nor neither cannot without")
 # Verbs of thinking and saying: "I think ...", "I guess ..." report no fact by themselves.
-MENTAL_VERBS = _set(
+MENTAL_VERBS = word_set(
     """
     think thought guess suppose know knew mean meant wonder wondering bet agree disagree
     believe reckon figure imagine assume remember forget forgot feel felt hope wish see
     """
 )
 # Words that make a statement hypothetical, hedged or conditional.
-HYPOTHETICAL = _set(
+HYPOTHETICAL = word_set(
     "if unless would could might maybe perhaps possibly should wonder wondering whether 'd"
 )
-QUESTION_OPENERS = _set(
+QUESTION_OPENERS = word_set(
     """
     what which who whom whose when where why how is are am was were can could should would
     do does did will shall may have has any anyone anything
     """
 )
 # Words that open a request or an instruction to the other party.
-REQUEST_OPENERS = _set(
+REQUEST_OPENERS = word_set(
     """
     please can could would let let's help tell give show remind suggest recommend explain
     write draft make find list send check try keep add remove use don't do imagine pretend
