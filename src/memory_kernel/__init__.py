@@ -128,6 +128,7 @@ from memory_kernel.models.episodes import (
     EpisodeInput,
     EpisodeStart,
 )
+from memory_kernel.models.erasure import ErasureReport
 from memory_kernel.models.extraction import (
     ExtractedFact,
     ExtractionQueueState,
@@ -222,6 +223,7 @@ __all__ = [
     "EpisodeStart",
     "EpisodeStatus",
     "EpisodeSummariser",
+    "ErasureReport",
     "EstimatingTokenCounter",
     "EventKind",
     "ExtensionMissingError",

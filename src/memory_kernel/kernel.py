@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+import uuid
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -15,6 +16,7 @@ from memory_kernel.consolidation import Consolidator, EmbeddingWorker
 from memory_kernel.consolidation.phases import ProgressCallback
 from memory_kernel.context.engine import ContextEngine
 from memory_kernel.embeddings import default_embedder
+from memory_kernel.erasure import ErasureService
 from memory_kernel.errors import ConfigError
 from memory_kernel.heart import Heart
 from memory_kernel.heart.episodes.sweeper import EpisodeSweeper
@@ -25,6 +27,7 @@ from memory_kernel.models.consolidation import ConsolidationReport
 from memory_kernel.models.context import MemoryHit, SearchType
 from memory_kernel.models.decisions import GateStats
 from memory_kernel.models.episodes import EpisodeEnd
+from memory_kernel.models.erasure import ErasureReport
 from memory_kernel.models.extraction import ExtractionReport
 from memory_kernel.models.turns import TurnContext, TurnHandle, TurnInput, TurnOutcome, TurnResult
 from memory_kernel.protocols import (
@@ -80,6 +83,7 @@ class MemoryKernel:
         self.brain = Brain(self._runtime)
         #: Relevance masks, lazy node fetch, recall and budgeted assembly.
         self.context = ContextEngine(self._runtime, slot_judges=self.heart.facts.slot_judge)
+        self._erasure = ErasureService(self._runtime, erased=self.context.prefetch.discard)
         self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain, self.context)
         self._consolidator = Consolidator(
             self._runtime, self.heart.facts, self.heart.episodes, self.heart.extraction
@@ -177,6 +181,23 @@ class MemoryKernel:
         return await self.context.search_memory(
             agent_id, query, search_type=search_type, limit=limit
         )
+
+    async def forget(self, agent_id: str, memory_ids: Iterable[uuid.UUID | str]) -> ErasureReport:
+        """Erase these memories of the agent — facts, episodes, turns, decisions, by the ids
+        ``search_memory``, ``inspect`` and the hooks return — and what derives from them: a
+        fact's earlier versions, the facts extracted from a turn and its session's episode
+        (docs/privacy.md). One transaction; an id that is no memory of the agent raises
+        ``NotFoundError`` and nothing is erased."""
+        return await self._erasure.forget(agent_id, memory_ids)
+
+    async def forget_session(self, agent_id: str, session_id: str) -> ErasureReport:
+        """Erase one conversation: its turns, episodes and decisions, and the facts extracted
+        from it or remembered in it."""
+        return await self._erasure.forget_session(agent_id, session_id)
+
+    async def erase_agent(self, agent_id: str) -> ErasureReport:
+        """Erase everything the agent has (memories, audit trail, queues, its partitions)."""
+        return await self._erasure.erase_agent(agent_id)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """JSON function schemas (common tool-calling shape) for the agent's memory tools."""

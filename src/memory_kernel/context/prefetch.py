@@ -107,6 +107,16 @@ class Prefetcher:
             return None
         return entry
 
+    async def discard(self, agent_id: str) -> None:
+        """Cancel the agent's prefetches and drop what was prefetched for it (its memories
+        were erased: nothing recalled before must serve a later turn)."""
+        tasks = [self._tasks.pop(key) for key in list(self._tasks) if key[0] == agent_id]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for key in [key for key in self._cache if key[0] == agent_id]:
+            del self._cache[key]
+
     async def wait(self) -> None:
         """Wait for the running prefetches (tests, evaluation, graceful shutdown)."""
         while self._tasks:

@@ -1,0 +1,84 @@
+"""The rules of erasure, pure: which ids a caller may name, and what goes with each.
+
+Erasure deletes a memory and every memory *derived from its content*, nothing it was only
+near:
+
+- a fact: its earlier versions (the facts it superseded, the duplicates merged into it),
+  however far back; a newer version that replaced it stays (it says something else);
+- a turn: the facts extracted from it and the episode of its session (the episode's
+  summary was made from its turns and may quote it); the session's other turns stay;
+- an episode: its earlier versions (the episodes merged into it or that it replaced); its
+  turns stay (they are what was said, the episode only summarised them);
+- a decision: itself;
+- a session (``forget_session``): its turns, episodes and decisions, and with them the facts
+  extracted from those turns or remembered in those episodes;
+- an agent (``erase_agent``): every row it has.
+
+With each memory go the audit rows about it and the recorded ``post_turn`` results that name
+it; what stays stops pointing at what went.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from memory_kernel.errors import NotFoundError, ValidationError
+
+__all__ = ["MAX_IDS", "Seeds", "checked_ids", "seeds"]
+
+#: Ids one ``forget`` call may name (a larger erasure is several calls, or ``erase_agent``).
+MAX_IDS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Seeds:
+    """What the caller named, by kind; the cascade (``store``) adds what derives from it."""
+
+    facts: frozenset[uuid.UUID] = frozenset()
+    episodes: frozenset[uuid.UUID] = frozenset()
+    turns: frozenset[uuid.UUID] = frozenset()
+    decisions: frozenset[uuid.UUID] = frozenset()
+    #: ``forget_session``: every turn, episode and decision of this session.
+    session: str | None = None
+
+
+def checked_ids(ids: Iterable[uuid.UUID | str]) -> frozenset[uuid.UUID]:
+    """The memory ids to forget: UUIDs (or their text), at least one, at most ``MAX_IDS``;
+    anything else is a ``ValidationError``."""
+    if isinstance(ids, (str, bytes, uuid.UUID)):
+        raise ValidationError("memory_ids must be a collection of ids, not a single value")
+    out: set[uuid.UUID] = set()
+    for value in ids:
+        if isinstance(value, uuid.UUID):
+            out.add(value)
+        elif isinstance(value, str):
+            try:
+                out.add(uuid.UUID(value))
+            except ValueError as exc:
+                raise ValidationError(f"memory id {value!r} is not a UUID") from exc
+        else:
+            raise ValidationError(f"memory id {value!r} is not a UUID")
+        if len(out) > MAX_IDS:
+            raise ValidationError(f"at most {MAX_IDS} memory ids per call")
+    if not out:
+        raise ValidationError("memory_ids is empty: name at least one memory")
+    return frozenset(out)
+
+
+def seeds(ids: frozenset[uuid.UUID], kinds: Mapping[uuid.UUID, str]) -> Seeds:
+    """The named ids by kind (``kinds``: what the agent's store says each one is);
+    ``NotFoundError`` naming those that are no memory of the agent, before anything is
+    erased."""
+    missing = sorted(str(i) for i in ids if i not in kinds)
+    if missing:
+        shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+        raise NotFoundError(f"{len(missing)} id(s) are no memory of this agent: {shown}")
+
+    def of(kind: str) -> frozenset[uuid.UUID]:
+        return frozenset(i for i in ids if kinds[i] == kind)
+
+    return Seeds(
+        facts=of("fact"), episodes=of("episode"), turns=of("turn"), decisions=of("decision")
+    )

@@ -1,0 +1,229 @@
+"""``forget`` and ``forget_session`` on a real PostgreSQL: a memory goes with what derives
+from its content, in one transaction; what stays stops pointing at it; a wrong id erases
+nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from sqlalchemy import select, text
+
+from memory_kernel import FactInput, MemoryKernel, NotFoundError, ValidationError
+from memory_kernel.erasure.policy import MAX_IDS
+from memory_kernel.models.enums import FactStatus
+from memory_kernel.models.turns import ToolResult, TurnInput
+from memory_kernel.storage.tables import facts, memory_events, turns
+from tests.erasure.conftest import HeldExtractor, exchange, rows
+
+AGENT = "agent-e"
+DECISION = (
+    "We'll use PostgreSQL with pgvector rather than a separate vector database, because it "
+    "keeps transactions and embeddings in one place."
+)
+
+
+async def _learn(kernel: MemoryKernel, content: str, subject: str | None = None) -> uuid.UUID:
+    outcome = await kernel.heart.facts.learn(
+        FactInput(agent_id=AGENT, content=content, subject=subject)
+    )
+    return outcome.fact.id
+
+
+async def _fact_ids(kernel: MemoryKernel, agent: str = AGENT) -> dict[str, uuid.UUID]:
+    async with kernel.database.connection() as conn:
+        found = await conn.execute(
+            select(facts.c.content, facts.c.id).where(facts.c.agent_id == agent)
+        )
+        return {r.content: r.id for r in found}
+
+
+async def _turn_id(kernel: MemoryKernel, content: str) -> uuid.UUID:
+    async with kernel.database.connection() as conn:
+        found = await conn.scalar(
+            select(turns.c.id).where(turns.c.agent_id == AGENT, turns.c.content == content)
+        )
+    assert isinstance(found, uuid.UUID), content
+    return found
+
+
+async def _events_about(kernel: MemoryKernel, ids: set[uuid.UUID]) -> int:
+    async with kernel.database.connection() as conn:
+        return int(
+            await conn.scalar(
+                select(text("count(*)"))
+                .select_from(memory_events)
+                .where(memory_events.c.memory_id.in_(ids) | memory_events.c.related_id.in_(ids))
+            )
+        )
+
+
+async def test_a_fact_goes_with_its_earlier_versions_and_its_audit_rows(
+    kernel: MemoryKernel,
+) -> None:
+    planned = await _learn(kernel, "Spec 006 is planned", "006 status")
+    shipped = await _learn(kernel, "Spec 006 has shipped", "006 status")
+    other = await _learn(kernel, "The user's dog is called Rex.")
+    old = await kernel.heart.facts.get(planned, agent_id=AGENT)
+    assert old.status is FactStatus.SUPERSEDED and old.superseded_by == shipped
+    assert await _events_about(kernel, {planned, shipped}) > 0
+
+    report = await kernel.forget(AGENT, [shipped])
+
+    assert (report.facts, report.memories) == (2, 2)
+    assert report.events > 0
+    assert set(await _fact_ids(kernel)) == {"The user's dog is called Rex."}
+    assert await _events_about(kernel, {planned, shipped}) == 0
+    hits = await kernel.search_memory(AGENT, "spec 006 status", search_type="all")
+    assert all("006" not in h.text for h in hits)
+    assert (await kernel.heart.facts.get(other, agent_id=AGENT)).status is FactStatus.ACTIVE
+    with pytest.raises(NotFoundError):
+        await kernel.heart.facts.get(planned, agent_id=AGENT)
+
+
+async def test_an_earlier_version_goes_alone_and_its_successor_stays(
+    kernel: MemoryKernel,
+) -> None:
+    planned = await _learn(kernel, "Spec 006 is planned", "006 status")
+    shipped = await _learn(kernel, "Spec 006 has shipped", "006 status")
+    report = await kernel.forget(AGENT, [str(planned)])  # the text of an id works too
+    assert report.facts == 1
+    current = await kernel.heart.facts.get(shipped, agent_id=AGENT)
+    assert current.status is FactStatus.ACTIVE
+    assert await kernel.heart.facts.history(shipped, agent_id=AGENT) == [current]
+
+
+async def test_a_wrong_id_erases_nothing(kernel: MemoryKernel) -> None:
+    mine = await _learn(kernel, "The user's locker code is 4411.")
+    theirs = (
+        await kernel.heart.facts.learn(FactInput(agent_id="other", content="Other's code is 9."))
+    ).fact.id
+    before = await rows(kernel, AGENT), await rows(kernel, "other")
+    for ids in ([mine, theirs], [mine, uuid.uuid4()]):
+        with pytest.raises(NotFoundError, match="no memory of this agent"):
+            await kernel.forget(AGENT, ids)
+    assert (await rows(kernel, AGENT), await rows(kernel, "other")) == before
+    await kernel.forget(AGENT, [mine])
+    with pytest.raises(NotFoundError):  # already erased
+        await kernel.forget(AGENT, [mine])
+
+
+@pytest.mark.parametrize(
+    ("agent", "ids", "message"),
+    [
+        (AGENT, [], "empty"),
+        (AGENT, ["not-a-uuid"], "not a UUID"),
+        (AGENT, [42], "not a UUID"),
+        (AGENT, uuid.uuid4(), "collection"),
+        (AGENT, str(uuid.uuid4()), "collection"),
+        (AGENT, [uuid.uuid4() for _ in range(MAX_IDS + 1)], "at most"),
+        ("", [uuid.uuid4()], "agent_id"),
+        ("a\x00b", [uuid.uuid4()], "agent_id"),
+    ],
+)
+async def test_bad_input_is_a_validation_error(
+    kernel: MemoryKernel, agent: str, ids: object, message: str
+) -> None:
+    kept = await _learn(kernel, "The user's locker code is 4411.")
+    with pytest.raises(ValidationError, match=message):
+        await kernel.forget(agent, ids)  # type: ignore[arg-type]
+    assert (await kernel.heart.facts.get(kept, agent_id=AGENT)).status is FactStatus.ACTIVE
+
+
+async def test_a_turn_goes_with_its_extracted_facts_and_its_episode(
+    ekernel: MemoryKernel,
+) -> None:
+    await exchange(ekernel, AGENT, "My city is Paris.", "Paris is lovely.")
+    kept, _ = await exchange(ekernel, AGENT, "Thanks for the tip.", "Any time.")
+    await exchange(ekernel, AGENT, "My dog is Rex.", session="s2")
+    await ekernel.extract_pending(AGENT)
+    assert set(await _fact_ids(ekernel)) == {"The user's city is Paris.", "The user's dog is Rex."}
+    await ekernel.end_session(AGENT, "s1")
+    said = await _turn_id(ekernel, "My city is Paris.")
+
+    report = await ekernel.forget(AGENT, [said])
+
+    assert (report.turns, report.facts, report.episodes) == (1, 1, 1)
+    assert set(await _fact_ids(ekernel)) == {"The user's dog is Rex."}
+    hits = await ekernel.search_memory(AGENT, "city Paris", search_type="all", limit=20)
+    assert all("My city is Paris" not in h.text for h in hits)
+    # The session's other turns stay, no longer in an episode that is gone.
+    async with ekernel.database.connection() as conn:
+        left = (
+            await conn.execute(
+                select(turns.c.content, turns.c.episode_id).where(
+                    turns.c.agent_id == AGENT, turns.c.session_id == "s1"
+                )
+            )
+        ).all()
+    assert {(r.content, r.episode_id) for r in left} == {
+        ("Paris is lovely.", None), ("Thanks for the tip.", None), ("Any time.", None)
+    }  # fmt: skip
+    with pytest.raises(NotFoundError):
+        await ekernel.heart.episodes.get(kept.turn.episode_id, agent_id=AGENT)
+
+
+async def test_a_turn_of_the_ongoing_session_is_forgotten_and_the_session_goes_on(
+    ekernel: MemoryKernel,
+) -> None:
+    first, _ = await exchange(ekernel, AGENT, "My pin is 2580.")
+    await ekernel.forget(AGENT, [await _turn_id(ekernel, "My pin is 2580.")])
+    # A handle of the erased episode records nothing; the next turn starts a new episode.
+    later, _ = await exchange(ekernel, AGENT, "What should I cook tonight?", "Try a curry.")
+    assert later.turn.episode_id != first.turn.episode_id
+    assert (await rows(ekernel, AGENT))["turns"] == 3  # the reply "Noted." and the new pair
+    await ekernel.extract_pending(AGENT)
+    assert await _fact_ids(ekernel) == {}
+
+
+async def test_a_drain_that_read_an_erased_turn_learns_nothing_from_it(
+    ekernel: MemoryKernel, extractor: HeldExtractor
+) -> None:
+    await exchange(ekernel, AGENT, "My city is Paris.")
+    extractor.release.clear()
+    drain = asyncio.create_task(ekernel.extract_pending(AGENT))
+    await extractor.reading.wait()  # claimed, and the extractor is reading the turns
+    await ekernel.forget(AGENT, [await _turn_id(ekernel, "My city is Paris.")])
+    extractor.release.set()
+    report = await drain
+    # Only the reply, which stays, was settled; the message's row was gone.
+    assert report.turns == 1 and report.facts == {}
+    assert await _fact_ids(ekernel) == {}
+    assert (await rows(ekernel, AGENT))["extraction_queue"] == 0
+
+
+async def test_a_session_goes_with_all_it_formed(ekernel: MemoryKernel) -> None:
+    remember = ToolResult(
+        tool_name="remember", arguments={"content": "The user's locker code is 4411."}
+    )
+    await exchange(ekernel, AGENT, "My city is Paris.", tool_results=[remember])
+    await exchange(ekernel, AGENT, "How should we store embeddings?", DECISION, frame="decision")
+    await exchange(ekernel, AGENT, "My dog is Rex.", session="s2")
+    await ekernel.extract_pending(AGENT)
+    await ekernel.end_session(AGENT, "s1")
+    before = await rows(ekernel, AGENT)
+    assert before["decisions"] == 1
+
+    report = await ekernel.forget_session(AGENT, "s1")
+
+    assert (report.turns, report.episodes, report.decisions) == (4, 1, 1)
+    assert report.facts == 2  # extracted from its turns, and remembered in it
+    assert set(await _fact_ids(ekernel)) == {"The user's dog is Rex."}
+    after = await rows(ekernel, AGENT)
+    assert (after["turns"], after["episodes"], after["decisions"]) == (2, 1, 0)
+    assert after["turn_results"] == before["turn_results"] - 2
+    empty = await ekernel.forget_session(AGENT, "never-was")
+    assert empty.memories == 0 and empty.agent_id == AGENT
+
+
+async def test_a_prefetched_recall_of_an_erased_fact_is_not_served(kernel: MemoryKernel) -> None:
+    code = await _learn(kernel, "The user's locker code is 4411.")
+    await exchange(kernel, AGENT, "What is my locker code?", "It's on file.")
+    await kernel.context.prefetch.wait()
+    await kernel.forget(AGENT, [code])
+    ctx = await kernel.pre_turn(
+        TurnInput(agent_id=AGENT, session_id="s1", message="My locker code, again?")
+    )
+    assert "4411" not in ctx.text
+    assert ctx.report.context is not None and not ctx.report.context.prefetch_used
