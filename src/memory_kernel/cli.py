@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from memory_kernel.config import MemoryKernelConfig, StorageConfig
+from memory_kernel.cli_common import (
+    DataDirOption,
+    DsnOption,
+    SchemaOption,
+    console,
+    fail,
+    run_command,
+    storage_config,
+)
+from memory_kernel.config import MemoryKernelConfig
+from memory_kernel.erasure.cli import erase
 from memory_kernel.errors import MemoryKernelError
 from memory_kernel.storage.database import Database, ServerInfo
 from memory_kernel.storage.embedded import default_data_dir
@@ -23,48 +31,13 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console()
-
-DsnOption = Annotated[
-    str | None,
-    typer.Option(
-        "--dsn",
-        envvar="MEMORY_KERNEL_DSN",
-        help="PostgreSQL URL; without it the embedded server is used.",
-        show_default=False,
-    ),
-]
-DataDirOption = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Data directory of the embedded server.", show_default=False),
-]
-SchemaOption = Annotated[
-    str, typer.Option("--schema", envvar="MEMORY_KERNEL_SCHEMA", help="Postgres schema.")
-]
-
-
-def _storage(schema: str) -> StorageConfig:
-    return MemoryKernelConfig.from_mapping({"storage": {"schema_name": schema}}).storage
-
-
-def _fail(exc: MemoryKernelError) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {exc}")
-    return typer.Exit(code=1)
-
-
-def _run(coroutine: Coroutine[Any, Any, None]) -> None:
-    """Run a command's coroutine; library errors become one red line and exit code 1."""
-    try:
-        asyncio.run(coroutine)
-    except MemoryKernelError as exc:
-        raise _fail(exc) from exc
 
 
 async def _server_info(
     dsn: str | None, data_dir: Path | None, schema: str
 ) -> tuple[ServerInfo, str]:
     """Open the store (creating pgvector and migrating), describe it, close it."""
-    database = await Database.open(dsn, _storage(schema), data_dir=data_dir)
+    database = await Database.open(dsn, storage_config(schema), data_dir=data_dir)
     try:
         server = database.server
         where = f"embedded ({server.data_dir})" if server else redact_dsn(dsn or "")
@@ -100,7 +73,7 @@ def doctor(
         console.print(table)
         console.print("[green]ok[/]: the store is reachable and migrated")
 
-    _run(run())
+    run_command(run())
 
 
 @app.command()
@@ -115,7 +88,7 @@ def migrate(
         info, _ = await _server_info(dsn, data_dir, schema)
         console.print(f"[green]migrated[/]: schema {schema} at revision {info.schema_revision}")
 
-    _run(run())
+    run_command(run())
 
 
 @app.command()
@@ -147,12 +120,12 @@ def consolidate(
     try:
         asyncio.run(
             run_consolidate(
-                console, dsn=dsn, data_dir=data_dir, storage=_storage(schema), agent=agent,
+                console, dsn=dsn, data_dir=data_dir, storage=storage_config(schema), agent=agent,
                 dry_run=dry_run, concurrency=concurrency, embedder=embedder,
             )
         )  # fmt: skip
     except MemoryKernelError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
 
 
 EmbedderOption = Annotated[
@@ -204,7 +177,7 @@ def demo(
     try:
         result = asyncio.run(run_demo(dsn=dsn, data_dir=data_dir, schema=schema))
     except MemoryKernelError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     render_demo(result, console)
     if json_path is not None:
         json_path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
@@ -226,14 +199,17 @@ def inspect_(
     from memory_kernel.inspection_render import render_inspection
 
     async def run() -> None:
-        database = await Database.open(dsn, _storage(schema), data_dir=data_dir)
+        database = await Database.open(dsn, storage_config(schema), data_dir=data_dir)
         try:
             result = await inspect_agent(database, agent, limit=limit)
         finally:
             await database.close()
         render_inspection(result, console)
 
-    _run(run())
+    run_command(run())
+
+
+app.command()(erase)
 
 
 @app.command("eval")
@@ -309,7 +285,7 @@ def eval_(
             seed=seed,
         )  # fmt: skip
     except MemoryKernelError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
 
 
 @app.command()
@@ -343,7 +319,7 @@ def tune(
             json_path=json_path, plot=plot,
         )  # fmt: skip
     except MemoryKernelError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
 
 
 @app.command("config")
@@ -365,7 +341,7 @@ def config_(
     try:
         loaded = MemoryKernelConfig.from_file(file) if file else MemoryKernelConfig()
     except MemoryKernelError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     typer.echo(render_markdown() if markdown else config_json(loaded), nl=False)
 
 

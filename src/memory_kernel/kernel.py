@@ -83,7 +83,7 @@ class MemoryKernel:
         self.brain = Brain(self._runtime)
         #: Relevance masks, lazy node fetch, recall and budgeted assembly.
         self.context = ContextEngine(self._runtime, slot_judges=self.heart.facts.slot_judge)
-        self._erasure = ErasureService(self._runtime, erased=self.context.prefetch.discard)
+        self._erasure = ErasureService(database, erased=self.context.prefetch.discard)
         self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain, self.context)
         self._consolidator = Consolidator(
             self._runtime, self.heart.facts, self.heart.episodes, self.heart.extraction

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_kernel.erasure import policy, store
 from memory_kernel.heart.facts import store as facts_store
 from memory_kernel.models.erasure import ErasureReport
-from memory_kernel.runtime import Runtime
+from memory_kernel.storage.database import Database
 from memory_kernel.validation import check_agent_id
 
 __all__ = ["ErasureService"]
@@ -32,11 +32,14 @@ _REST = tuple(t for t in store.AGENT_TABLES if t not in _QUEUE)
 
 
 class ErasureService:
-    """``kernel.forget``, ``kernel.forget_session`` and ``kernel.erase_agent``.
-    ``erased(agent_id)`` runs after each commit (the context engine drops its prefetches)."""
+    """``kernel.forget``, ``kernel.forget_session``, ``kernel.erase_agent`` and ``memory-kernel
+    erase``. ``erased(agent_id)`` runs after each commit (a kernel's context engine drops
+    its prefetched recalls of the agent)."""
 
-    def __init__(self, runtime: Runtime, *, erased: Callable[[str], Awaitable[None]]) -> None:
-        self._rt = runtime
+    def __init__(
+        self, database: Database, *, erased: Callable[[str], Awaitable[None]] | None = None
+    ) -> None:
+        self._db = database
         self._erased = erased
 
     async def forget(self, agent_id: str, memory_ids: Iterable[uuid.UUID | str]) -> ErasureReport:
@@ -44,11 +47,11 @@ class ErasureService:
         derives from them (``policy``)."""
         agent = check_agent_id(agent_id)
         ids = policy.checked_ids(memory_ids)
-        async with self._rt.db.transaction() as conn:
+        async with self._db.transaction() as conn:
             await store.lock_writers(conn, agent)
             named = policy.seeds(ids, await store.kinds_of(conn, agent, ids))
             report = await self._cascade(conn, agent, named)
-        await self._erased(agent)
+        await self._after(agent)
         return report
 
     async def forget_session(self, agent_id: str, session_id: str) -> ErasureReport:
@@ -56,28 +59,32 @@ class ErasureService:
         facts extracted from it or remembered in it (nothing there: an empty report)."""
         agent = check_agent_id(agent_id)
         session = check_agent_id(session_id, field="session_id")
-        async with self._rt.db.transaction() as conn:
+        async with self._db.transaction() as conn:
             await store.lock_writers(conn, agent)
             report = await self._cascade(conn, agent, policy.Seeds(session=session))
-        await self._erased(agent)
+        await self._after(agent)
         return report
 
     async def erase_agent(self, agent_id: str) -> ErasureReport:
         """Erase every row the agent has, and its own partitions."""
         agent = check_agent_id(agent_id)
-        async with self._rt.db.transaction() as conn:
+        async with self._db.transaction() as conn:
             await store.lock_writers(conn, agent)
             counts = await store.delete_agent_rows(conn, agent, _QUEUE)
             await facts_store.lock_agents(conn, [agent])
             counts |= await store.delete_agent_rows(conn, agent, _REST)
             partitions = await store.drop_partitions(conn, agent)
-        await self._erased(agent)
+        await self._after(agent)
         return ErasureReport(
             agent_id=agent, facts=counts["facts"], episodes=counts["episodes"],
             turns=counts["turns"], decisions=counts["decisions"], events=counts["memory_events"],
             bookkeeping=counts["turn_results"] + counts["extraction_queue"],
             partitions=partitions,
         )  # fmt: skip
+
+    async def _after(self, agent: str) -> None:
+        if self._erased is not None:
+            await self._erased(agent)
 
     async def _cascade(
         self, conn: AsyncConnection, agent: str, named: policy.Seeds

@@ -1,0 +1,56 @@
+"""What the ``memory-kernel`` commands share: the console, the store options, and how a
+command runs and fails."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from memory_kernel.config import MemoryKernelConfig, StorageConfig
+from memory_kernel.errors import MemoryKernelError
+
+__all__ = [
+    "DataDirOption", "DsnOption", "SchemaOption", "console", "fail", "run_command",
+    "storage_config",
+]  # fmt: skip
+
+console = Console()
+
+DsnOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dsn",
+        envvar="MEMORY_KERNEL_DSN",
+        help="PostgreSQL URL; without it the embedded server is used.",
+        show_default=False,
+    ),
+]
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Data directory of the embedded server.", show_default=False),
+]
+SchemaOption = Annotated[
+    str, typer.Option("--schema", envvar="MEMORY_KERNEL_SCHEMA", help="Postgres schema.")
+]
+
+
+def storage_config(schema: str) -> StorageConfig:
+    return MemoryKernelConfig.from_mapping({"storage": {"schema_name": schema}}).storage
+
+
+def fail(exc: MemoryKernelError) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {exc}")
+    return typer.Exit(code=1)
+
+
+def run_command(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run a command's coroutine; library errors become one red line and exit code 1."""
+    try:
+        asyncio.run(coroutine)
+    except MemoryKernelError as exc:
+        raise fail(exc) from exc
