@@ -13,7 +13,7 @@ from sqlalchemy import select, text
 from memory_kernel import FactInput, MemoryKernel, NotFoundError, ValidationError
 from memory_kernel.erasure.policy import MAX_IDS
 from memory_kernel.models.enums import FactStatus
-from memory_kernel.models.turns import ToolResult, TurnInput
+from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome
 from memory_kernel.storage.tables import facts, memory_events, turns
 from tests.erasure.conftest import HeldExtractor, exchange, rows
 
@@ -117,6 +117,7 @@ async def test_a_wrong_id_erases_nothing(kernel: MemoryKernel) -> None:
         (AGENT, [42], "not a UUID"),
         (AGENT, uuid.uuid4(), "collection"),
         (AGENT, str(uuid.uuid4()), "collection"),
+        (AGENT, None, "collection"),
         (AGENT, [uuid.uuid4() for _ in range(MAX_IDS + 1)], "at most"),
         ("", [uuid.uuid4()], "agent_id"),
         ("a\x00b", [uuid.uuid4()], "agent_id"),
@@ -168,8 +169,11 @@ async def test_a_turn_of_the_ongoing_session_is_forgotten_and_the_session_goes_o
     ekernel: MemoryKernel,
 ) -> None:
     first, _ = await exchange(ekernel, AGENT, "My pin is 2580.")
+    pending = await ekernel.pre_turn(TurnInput(agent_id=AGENT, session_id="s1", message="Hm."))
     await ekernel.forget(AGENT, [await _turn_id(ekernel, "My pin is 2580.")])
     # A handle of the erased episode records nothing; the next turn starts a new episode.
+    with pytest.raises(NotFoundError):
+        await ekernel.post_turn(pending.turn, TurnOutcome(response_text="Okay."))
     later, _ = await exchange(ekernel, AGENT, "What should I cook tonight?", "Try a curry.")
     assert later.turn.episode_id != first.turn.episode_id
     assert (await rows(ekernel, AGENT))["turns"] == 3  # the reply "Noted." and the new pair

@@ -254,3 +254,15 @@ async def test_bookkeeping_and_inspection(fuzz_kernel: MemoryKernel, f: dict[str
         fuzz_kernel, "brain.get", lambda: fuzz_kernel.brain.get(f["memory_id"], agent_id=agent)
     )
     await attempt(fuzz_kernel, "inspect", lambda: fuzz_kernel.inspect(agent, limit=f["limit"]))
+
+
+@given(f=s.fields(agent=AGENT, session=AGENT,
+                  ids=(st.lists(st.uuids(), min_size=1, max_size=3),
+                       st.one_of(s.junk, st.lists(s.ids, max_size=3)))))  # fmt: skip
+async def test_erasure(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
+    agent = f["agent"]
+    await attempt(fuzz_kernel, "forget", lambda: fuzz_kernel.forget(agent, f["ids"]))
+    await attempt(
+        fuzz_kernel, "forget_session", lambda: fuzz_kernel.forget_session(agent, f["session"])
+    )
+    await attempt(fuzz_kernel, "erase_agent", lambda: fuzz_kernel.erase_agent(agent))

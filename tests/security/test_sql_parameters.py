@@ -52,6 +52,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("storage/migrations/versions/0008_turns.py", "int(dim)"): "kernel_meta's dimension, an int",
     ("storage/migrations/versions/0004_staged_rows.py", "with_options"): "pg_class reloptions",
     ("storage/migrations/versions/0004_staged_rows.py", "predicate"): "frozen constant predicates",
+    ("erasure/store.py", "table"): "checked against AGENT_TABLES, fixed table names",
+    ("erasure/store.py", "partition_name(table, agent_id)"): (
+        "partition_name(): a table of PARTITIONED_TABLES + a hex digest"
+    ),
     ("storage/indexer.py", "partition"): "agent_partitions: partition_name(), a hex digest",
     ("storage/indexer.py", "staged"): "storage.search.tiers: a fixed predicate",
     ("heart/facts/store.py", "_NEAREST"): "storage.search.knn_sql over constants",

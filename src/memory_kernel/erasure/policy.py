@@ -47,7 +47,7 @@ class Seeds:
 def checked_ids(ids: Iterable[uuid.UUID | str]) -> frozenset[uuid.UUID]:
     """The memory ids to forget: UUIDs (or their text), at least one, at most ``MAX_IDS``;
     anything else is a ``ValidationError``."""
-    if isinstance(ids, (str, bytes, uuid.UUID)):
+    if isinstance(ids, (str, bytes, uuid.UUID)) or not isinstance(ids, Iterable):
         raise ValidationError("memory_ids must be a collection of ids, not a single value")
     out: set[uuid.UUID] = set()
     for value in ids:
