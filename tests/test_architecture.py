@@ -27,6 +27,7 @@ POLICIES = (
     "memory_kernel.heart.extraction.rules",
     "memory_kernel.brain.policy",
     "memory_kernel.consolidation.policy",
+    "memory_kernel.erasure.policy",
     "memory_kernel.context.relevance",
     "memory_kernel.context.budget",
 )
