@@ -21,6 +21,7 @@ from memory_kernel.cli_common import (
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.erasure.cli import erase
 from memory_kernel.errors import MemoryKernelError
+from memory_kernel.export.cli import export
 from memory_kernel.storage.database import Database, ServerInfo
 from memory_kernel.storage.embedded import default_data_dir
 from memory_kernel.storage.url import redact_dsn
@@ -210,6 +211,7 @@ def inspect_(
 
 
 app.command()(erase)
+app.command()(export)
 
 
 @app.command("eval")

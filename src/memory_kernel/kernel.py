@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Generator, Iterable
+from collections.abc import AsyncGenerator, Generator, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -18,6 +18,7 @@ from memory_kernel.context.engine import ContextEngine
 from memory_kernel.embeddings import default_embedder
 from memory_kernel.erasure import ErasureService
 from memory_kernel.errors import ConfigError
+from memory_kernel.export import export_agent
 from memory_kernel.heart import Heart
 from memory_kernel.heart.episodes.sweeper import EpisodeSweeper
 from memory_kernel.heart.extraction.worker import ExtractionWorker
@@ -198,6 +199,14 @@ class MemoryKernel:
     async def erase_agent(self, agent_id: str) -> ErasureReport:
         """Erase everything the agent has (memories, audit trail, queues, its partitions)."""
         return await self._erasure.erase_agent(agent_id)
+
+    def export_agent(
+        self, agent_id: str, *, vectors: bool = False
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """Everything stored about the agent, from one snapshot: ``{"table", "row"}`` records
+        of its facts (every version), episodes, decisions, turns and audit trail, JSON-ready
+        (``memory-kernel export``; docs/privacy.md). Consume it to the end or close it."""
+        return export_agent(self._db, agent_id, vectors=vectors)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """JSON function schemas (common tool-calling shape) for the agent's memory tools."""

@@ -6,6 +6,7 @@ behind the validators, not only the validators."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
@@ -259,10 +260,15 @@ async def test_bookkeeping_and_inspection(fuzz_kernel: MemoryKernel, f: dict[str
 @given(f=s.fields(agent=AGENT, session=AGENT,
                   ids=(st.lists(st.uuids(), min_size=1, max_size=3),
                        st.one_of(s.junk, st.lists(s.ids, max_size=3)))))  # fmt: skip
-async def test_erasure(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
+async def test_erasure_and_export(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     agent = f["agent"]
     await attempt(fuzz_kernel, "forget", lambda: fuzz_kernel.forget(agent, f["ids"]))
     await attempt(
         fuzz_kernel, "forget_session", lambda: fuzz_kernel.forget_session(agent, f["session"])
     )
     await attempt(fuzz_kernel, "erase_agent", lambda: fuzz_kernel.erase_agent(agent))
+    await attempt(fuzz_kernel, "export_agent", lambda: _drained(fuzz_kernel.export_agent(agent)))
+
+
+async def _drained(records: AsyncIterator[object]) -> list[object]:
+    return [r async for r in records]
