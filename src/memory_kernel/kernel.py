@@ -208,9 +208,10 @@ class MemoryKernel:
         (``memory-kernel export``; docs/privacy.md). Consume it to the end or close it."""
         return export_agent(self._db, agent_id, vectors=vectors)
 
-    def tool_schemas(self) -> list[dict[str, Any]]:
-        """JSON function schemas (common tool-calling shape) for the agent's memory tools."""
-        return self.context.tool_schemas()
+    def tool_schemas(self, *, forget: bool = False) -> list[dict[str, Any]]:
+        """JSON function schemas (common tool-calling shape) for the agent's memory tools;
+        ``forget``: also ``forget_memory``, which the host runs with :meth:`forget`."""
+        return self.context.tool_schemas(forget=forget)
 
     def stats(self) -> GateStats:
         """Counters of the decision gate since open: what each layer rejected and why."""

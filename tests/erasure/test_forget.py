@@ -231,3 +231,20 @@ async def test_a_prefetched_recall_of_an_erased_fact_is_not_served(kernel: Memor
     )
     assert "4411" not in ctx.text
     assert ctx.report.context is not None and not ctx.report.context.prefetch_used
+
+
+async def test_the_forget_tool_is_offered_on_request_and_runs_on_search_ids(
+    kernel: MemoryKernel,
+) -> None:
+    assert "forget_memory" not in {t["function"]["name"] for t in kernel.tool_schemas()}
+    tools = {t["function"]["name"]: t["function"] for t in kernel.tool_schemas(forget=True)}
+    params = tools["forget_memory"]["parameters"]
+    assert params["required"] == ["memory_ids"] and not params["additionalProperties"]
+    await _learn(kernel, "The user's old address is 12 Elm Street.")
+    await _learn(kernel, "The user's dog is called Rex.")
+    # The host shows search_memory hits with their ids; the model names those to forget.
+    hits = await kernel.search_memory(AGENT, "old address Elm Street", search_type="facts")
+    arguments = {"memory_ids": [str(h.id) for h in hits if "Elm" in h.text]}
+    report = await kernel.forget(AGENT, arguments["memory_ids"])
+    assert report.facts == 1
+    assert set(await _fact_ids(kernel)) == {"The user's dog is called Rex."}

@@ -374,8 +374,8 @@ class ContextEngine:
         )
 
     @staticmethod
-    def tool_schemas() -> list[dict[str, Any]]:
-        return tools.tool_schemas()
+    def tool_schemas(*, forget: bool = False) -> list[dict[str, Any]]:
+        return tools.tool_schemas(forget=forget)
 
     async def close(self) -> None:
         """Cancel background prefetches (call before closing the database)."""

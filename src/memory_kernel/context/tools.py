@@ -11,6 +11,7 @@ from typing import Any
 
 from memory_kernel.brain.tool import record_decision_schema
 from memory_kernel.context.recaller import Recaller
+from memory_kernel.erasure.tool import forget_schema
 from memory_kernel.errors import ValidationError
 from memory_kernel.heart.facts.tool import remember_schema
 from memory_kernel.models.context import MemoryHit, MemorySource, SearchType
@@ -65,11 +66,11 @@ async def search_memory(
     return result.hits
 
 
-def tool_schemas() -> list[dict[str, Any]]:
+def tool_schemas(*, forget: bool = False) -> list[dict[str, Any]]:
     """The tools the agent can call, in the common function-calling shape
     (``{"type": "function", "function": {"name", "description", "parameters"}}``):
     ``search_memory``, ``record_decision`` and ``remember`` (whose calls go back through
-    ``post_turn``).
+    ``post_turn``), and with ``forget`` also ``forget_memory`` (``erasure.tool``).
     The host supplies ``agent_id`` (and the turn) itself; the model never chooses them."""
     return [
         {
@@ -113,4 +114,5 @@ def tool_schemas() -> list[dict[str, Any]]:
         },
         record_decision_schema(),
         remember_schema(),
+        *([forget_schema()] if forget else []),
     ]
