@@ -169,6 +169,7 @@ _DECISIONS = _sql(
 async def delete_decisions(
     conn: AsyncConnection, agent_id: str, ids: Collection[uuid.UUID], session_id: str | None
 ) -> set[uuid.UUID]:
+    """Delete the decisions ``ids`` and those of ``session_id`` (rejected ones too)."""
     params = {"agent": agent_id, "ids": list(ids), "session": session_id}
     return set((await conn.scalars(_DECISIONS, params)).all())
 
