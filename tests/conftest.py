@@ -18,7 +18,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from memory_kernel import MemoryKernel, MemoryKernelConfig
+from memory_kernel import EpisodeInput, FactInput, MemoryKernel, MemoryKernelConfig
+from memory_kernel.storage.partitions import rebalance
 from memory_kernel.storage.url import normalise_dsn
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 
@@ -93,6 +94,20 @@ async def open_promotable(pg_dsn: str, schema: str, *, index_worker: bool) -> Me
         pg_dsn, config=config, clock=FrozenClock(datetime(2026, 1, 1, tzinfo=UTC)),
         embedder=FakeEmbedder(),
     )  # fmt: skip
+
+
+async def promote(kernel: MemoryKernel, agent: str) -> None:
+    """Give ``agent`` 150 facts and 120 episodes, then promote it (``rebalance``) to a facts
+    and an episodes partition of its own (a kernel from :func:`open_promotable`)."""
+    await kernel.heart.facts.learn_many(
+        [FactInput(agent_id=agent, content=f"Service {i} runs job {i * 7}.") for i in range(150)]
+    )
+    for i in range(120):
+        await kernel.heart.episodes.start(
+            EpisodeInput(agent_id=agent, session_id=f"s{i}", summary=f"migrate shard {i}")
+        )
+    promoted = await rebalance(kernel.database, kernel.clock.now())
+    assert {p.table for p in promoted if p.agent_id == agent} == {"facts", "episodes"}
 
 
 #: No background workers: tests that count or interrupt statements see only the call's.

@@ -13,10 +13,8 @@ from sqlalchemy import text
 
 from memory_kernel import MemoryKernel
 from memory_kernel.heart.facts import store
-from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput, LearnAction
-from memory_kernel.storage.partitions import rebalance
-from tests.conftest import open_promotable
+from tests.conftest import open_promotable, promote
 
 BIG = "big"
 
@@ -34,15 +32,7 @@ async def kernel(pg_dsn: str, drop_schema: str) -> AsyncIterator[MemoryKernel]:
     """Agent ``big`` promoted to partitions of its own after 150 facts and 120 episodes."""
     kernel = await open_promotable(pg_dsn, drop_schema, index_worker=False)
     try:
-        await kernel.heart.facts.learn_many(
-            [FactInput(agent_id=BIG, content=f"Service {i} runs job {i * 7}.") for i in range(150)]
-        )
-        for i in range(120):
-            await kernel.heart.episodes.start(
-                EpisodeInput(agent_id=BIG, session_id=f"s{i}", summary=f"migrate shard {i}")
-            )
-        promoted = await rebalance(kernel.database, kernel.clock.now())
-        assert {p.table for p in promoted} == {"facts", "episodes"}
+        await promote(kernel, BIG)
         yield kernel
     finally:
         await kernel.close()

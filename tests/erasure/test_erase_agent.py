@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from memory_kernel import EpisodeInput, FactInput, MemoryKernel, ValidationError
+from memory_kernel import FactInput, MemoryKernel, ValidationError
 from memory_kernel.models.turns import ToolResult
-from memory_kernel.storage.partitions import partition_name, rebalance
-from tests.conftest import open_promotable
+from memory_kernel.storage.partitions import partition_name
+from tests.conftest import open_promotable, promote
 from tests.erasure.conftest import exchange, rows
 
 GONE, STAYS = "agent-gone", "agent-stays"
@@ -63,16 +63,8 @@ async def test_an_agent_nobody_knows_erases_nothing(kernel: MemoryKernel) -> Non
 async def test_its_own_partitions_are_dropped_and_forgotten(pg_dsn: str, drop_schema: str) -> None:
     kernel = await open_promotable(pg_dsn, drop_schema, index_worker=False)
     try:
-        await kernel.heart.facts.learn_many(
-            [FactInput(agent_id=GONE, content=f"Service {i} runs job {i * 7}.") for i in range(150)]
-        )
-        for i in range(120):
-            await kernel.heart.episodes.start(
-                EpisodeInput(agent_id=GONE, session_id=f"s{i}", summary=f"migrate shard {i}")
-            )
         await kernel.heart.facts.learn(FactInput(agent_id=STAYS, content="Spec 7 is planned"))
-        promoted = await rebalance(kernel.database, kernel.clock.now())
-        assert {p.table for p in promoted} == {"facts", "episodes"}
+        await promote(kernel, GONE)
 
         report = await kernel.erase_agent(GONE)
 
