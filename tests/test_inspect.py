@@ -134,6 +134,10 @@ async def test_cli_inspect(
         assert expected in out
     assert "Mondays" in out and "Fridays" in out
     assert "Other agent" not in out
+    # Each current fact with the id that erases it (memory-kernel erase --memory).
+    (current,) = [f for f in await kernel.heart.facts.search(AGENT, "deploy day") if
+                  f.fact.content == DEPLOYS[-1]]  # fmt: skip
+    assert str(current.fact.id) in out
 
 
 async def test_migration_0003_round_trip(kernel: MemoryKernel, drop_schema: str) -> None:

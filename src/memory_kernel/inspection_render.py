@@ -55,6 +55,8 @@ def _counts_table(result: AgentInspection) -> Table:
 
 def _facts_table(result: AgentInspection) -> Table:
     table = Table(title="newest facts and what they superseded")
+    # The id a caller passes to forget / `memory-kernel erase --memory` (the chain goes too).
+    table.add_column("id", no_wrap=True, style="dim")
     table.add_column("fact (current)")
     table.add_column("status")
     table.add_column("since")
@@ -65,13 +67,14 @@ def _facts_table(result: AgentInspection) -> Table:
             for old in chain.previous
         )
         table.add_row(
+            str(chain.fact.id),
             _short(chain.fact.content),
             chain.fact.status.value,
             _when(chain.fact),
             history or "[dim]—[/]",
         )
     if not result.facts:
-        table.add_row("[dim]no facts[/]", "", "", "")
+        table.add_row("", "[dim]no facts[/]", "", "", "")
     return table
 
 
