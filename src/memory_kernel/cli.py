@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from memory_kernel.cli_common import (
@@ -212,6 +213,37 @@ def inspect_(
 
 app.command()(erase)
 app.command()(export)
+
+
+@app.command("mcp")
+def mcp_(
+    agent: Annotated[str, typer.Option("--agent", help="The agent whose memory is served.")],
+    allow_forget: Annotated[
+        bool,
+        typer.Option("--allow-forget", help="Offer forget_memory (erasure cannot be undone)."),
+    ] = False,
+    dsn: DsnOption = None,
+    data_dir: DataDirOption = None,
+    schema: SchemaOption = "memory_kernel",
+    embedder: Annotated[
+        str, typer.Option("--embedder", help="The store's embedder: hybrid (default), st…")
+    ] = "hybrid",
+) -> None:
+    """Serve an agent's memory to an MCP client over stdio (the mcp extra)."""
+    try:
+        from memory_kernel.mcp_server import serve_stdio
+    except ModuleNotFoundError as exc:
+        # Standard output is the protocol's: say it on standard error.
+        Console(stderr=True).print(
+            f"[bold red]error:[/] {exc.name} is missing: pip install 'memory-kernel[mcp]'"
+        )
+        raise typer.Exit(code=1) from exc
+    run_command(
+        serve_stdio(
+            agent_id=agent, dsn=dsn, data_dir=data_dir, storage=storage_config(schema),
+            embedder=embedder, forget=allow_forget,
+        )
+    )  # fmt: skip
 
 
 @app.command("eval")
