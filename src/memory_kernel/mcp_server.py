@@ -72,7 +72,7 @@ def memory_server(kernel: MemoryKernel, agent_id: str, *, forget: bool = False) 
         )
     )
     async def remember(
-        content: str, subject: str | None = None, confidence: float = 0.7,
+        content: str, subject: str | None = None, confidence: float | None = None,
         preference: bool = False,
     ) -> str:  # fmt: skip
         outcome = await _typed(
