@@ -24,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from memory_kernel.config import MemoryKernelConfig, StorageConfig
 from memory_kernel.context.nodes import format_hit
-from memory_kernel.erasure.tool import FORGET_MEMORY
+from memory_kernel.erasure.tool import FORGET_DESCRIPTION, FORGET_MEMORY
 from memory_kernel.errors import MemoryKernelError
 from memory_kernel.kernel import MemoryKernel
 from memory_kernel.models.context import ContextRequest
@@ -55,9 +55,13 @@ def memory_server(kernel: MemoryKernel, agent_id: str, *, forget: bool = False) 
     ``forget_memory`` too (erasure cannot be undone)."""
     server: MCPServer = MCPServer(name="memory-kernel", instructions=_INSTRUCTIONS)
 
-    @server.tool(description="Search long-term memory. Each line: [id] [date] memory.")
+    @server.tool(
+        description=(
+            "Search long-term memory; search_type: facts, episodes, both, turns (what was said "
+            "in past conversations) or all. Each line: [id] [date] memory."
+        )
+    )
     async def search_memory(query: str, search_type: str = "both", limit: int = 5) -> str:
-        """``search_type``: facts, episodes, both, turns (past conversations) or all."""
         hits = await _typed(
             lambda: kernel.search_memory(agent_id, query, search_type=search_type, limit=limit)
         )
@@ -101,13 +105,7 @@ def memory_server(kernel: MemoryKernel, agent_id: str, *, forget: bool = False) 
 
     if forget:
 
-        @server.tool(
-            name=FORGET_MEMORY,
-            description=(
-                "Erase memories for good, with what was derived from them. Only when the user "
-                "asks you to forget something; pass the ids search_memory shows."
-            ),
-        )
+        @server.tool(name=FORGET_MEMORY, description=FORGET_DESCRIPTION)
         async def forget_memory(memory_ids: list[str]) -> str:
             report = await _typed(lambda: kernel.forget(agent_id, memory_ids))
             return (

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FORGET_MEMORY", "MAX_TOOL_IDS", "forget_schema"]
+__all__ = ["FORGET_DESCRIPTION", "FORGET_MEMORY", "MAX_TOOL_IDS", "forget_schema"]
 
 FORGET_MEMORY = "forget_memory"
+#: What the model is told of the tool (here and by ``memory-kernel mcp``).
+FORGET_DESCRIPTION = (
+    "Erase memories for good, with what was derived from them. Only when the user asks you "
+    "to forget something; find the memories with search_memory first and pass the ids of "
+    "those that say it."
+)
 #: Ids one call of the tool may name (``kernel.forget`` itself takes up to 1,000).
 MAX_TOOL_IDS = 50
 
@@ -24,11 +30,7 @@ def forget_schema() -> dict[str, Any]:
         "type": "function",
         "function": {
             "name": FORGET_MEMORY,
-            "description": (
-                "Erase memories for good, with what was derived from them. Only when the "
-                "user asks you to forget something; find the memories with search_memory "
-                "first and pass the ids of those that say it."
-            ),
+            "description": FORGET_DESCRIPTION,
             "parameters": {
                 "type": "object",
                 "properties": {
