@@ -16,6 +16,7 @@ from memory_kernel.cli_common import (
     SchemaOption,
     console,
     fail,
+    opened,
     run_command,
     storage_config,
 )
@@ -23,7 +24,7 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.erasure.cli import erase
 from memory_kernel.errors import MemoryKernelError
 from memory_kernel.export.cli import export
-from memory_kernel.storage.database import Database, ServerInfo
+from memory_kernel.storage.database import ServerInfo
 from memory_kernel.storage.embedded import default_data_dir
 from memory_kernel.storage.url import redact_dsn
 
@@ -39,13 +40,10 @@ async def _server_info(
     dsn: str | None, data_dir: Path | None, schema: str
 ) -> tuple[ServerInfo, str]:
     """Open the store (creating pgvector and migrating), describe it, close it."""
-    database = await Database.open(dsn, storage_config(schema), data_dir=data_dir)
-    try:
+    async with opened(dsn, data_dir, schema) as database:
         server = database.server
         where = f"embedded ({server.data_dir})" if server else redact_dsn(dsn or "")
         return await database.server_info(), where
-    finally:
-        await database.close()
 
 
 @app.command()
@@ -201,11 +199,8 @@ def inspect_(
     from memory_kernel.inspection_render import render_inspection
 
     async def run() -> None:
-        database = await Database.open(dsn, storage_config(schema), data_dir=data_dir)
-        try:
+        async with opened(dsn, data_dir, schema) as database:
             result = await inspect_agent(database, agent, limit=limit)
-        finally:
-            await database.close()
         render_inspection(result, console)
 
     run_command(run())

@@ -4,7 +4,8 @@ command runs and fails."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,9 +14,10 @@ from rich.console import Console
 
 from memory_kernel.config import MemoryKernelConfig, StorageConfig
 from memory_kernel.errors import MemoryKernelError
+from memory_kernel.storage.database import Database
 
 __all__ = [
-    "DataDirOption", "DsnOption", "SchemaOption", "console", "fail", "run_command",
+    "DataDirOption", "DsnOption", "SchemaOption", "console", "fail", "opened", "run_command",
     "storage_config",
 ]  # fmt: skip
 
@@ -54,3 +56,13 @@ def run_command(coroutine: Coroutine[Any, Any, None]) -> None:
         asyncio.run(coroutine)
     except MemoryKernelError as exc:
         raise fail(exc) from exc
+
+
+@asynccontextmanager
+async def opened(dsn: str | None, data_dir: Path | None, schema: str) -> AsyncIterator[Database]:
+    """The store (pgvector created and the schema migrated if needed), closed after."""
+    database = await Database.open(dsn, storage_config(schema), data_dir=data_dir)
+    try:
+        yield database
+    finally:
+        await database.close()

@@ -13,12 +13,11 @@ from memory_kernel.cli_common import (
     DsnOption,
     SchemaOption,
     console,
+    opened,
     run_command,
-    storage_config,
 )
 from memory_kernel.erasure.service import ErasureService
 from memory_kernel.models.erasure import ErasureReport
-from memory_kernel.storage.database import Database
 
 __all__ = ["erase"]
 
@@ -57,8 +56,7 @@ def erase(
         raise typer.Exit(code=1)
 
     async def run() -> None:
-        database = await Database.open(dsn, storage_config(schema), data_dir=data_dir)
-        try:
+        async with opened(dsn, data_dir, schema) as database:
             service = ErasureService(database)
             report: ErasureReport
             if memory:
@@ -67,8 +65,6 @@ def erase(
                 report = await service.forget_session(agent, session)
             else:
                 report = await service.erase_agent(agent)
-        finally:
-            await database.close()
         table = Table(title=f"erased from agent {agent}")
         for name in _SHOWN:
             table.add_row(name, str(getattr(report, name)))

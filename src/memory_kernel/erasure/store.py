@@ -117,12 +117,18 @@ _EPISODES = _sql(
 )
 
 
+async def _deleted(
+    conn: AsyncConnection, statement: TextClause, **params: object
+) -> set[uuid.UUID]:
+    """The ids a ``DELETE … RETURNING id`` deleted."""
+    return set((await conn.scalars(statement, params)).all())
+
+
 async def delete_episodes(
     conn: AsyncConnection, agent_id: str, ids: Collection[uuid.UUID], session_id: str | None
 ) -> set[uuid.UUID]:
     """Delete the episodes ``ids`` and those of ``session_id``, with their earlier versions."""
-    params = {"agent": agent_id, "ids": list(ids), "session": session_id}
-    return set((await conn.scalars(_EPISODES, params)).all())
+    return await _deleted(conn, _EPISODES, agent=agent_id, ids=list(ids), session=session_id)
 
 
 # A fact's earlier versions: those it superseded and the duplicates merged into it,
@@ -151,11 +157,10 @@ async def delete_facts(
 ) -> set[uuid.UUID]:
     """Delete the facts ``ids``, those extracted from the turns ``from_turns`` and those
     derived from the episodes ``from_episodes``, each with its earlier versions."""
-    params = {
-        "agent": agent_id, "ids": list(ids), "turns": [str(t) for t in from_turns],
-        "episodes": list(from_episodes),
-    }  # fmt: skip
-    return set((await conn.scalars(_FACTS, params)).all())
+    return await _deleted(
+        conn, _FACTS, agent=agent_id, ids=list(ids), turns=[str(t) for t in from_turns],
+        episodes=list(from_episodes),
+    )  # fmt: skip
 
 
 _DECISIONS = _sql(
@@ -170,8 +175,7 @@ async def delete_decisions(
     conn: AsyncConnection, agent_id: str, ids: Collection[uuid.UUID], session_id: str | None
 ) -> set[uuid.UUID]:
     """Delete the decisions ``ids`` and those of ``session_id`` (rejected ones too)."""
-    params = {"agent": agent_id, "ids": list(ids), "session": session_id}
-    return set((await conn.scalars(_DECISIONS, params)).all())
+    return await _deleted(conn, _DECISIONS, agent=agent_id, ids=list(ids), session=session_id)
 
 
 # What stays must not point at what is gone: a fact's contradictions and the episodes it was

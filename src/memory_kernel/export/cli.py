@@ -17,11 +17,10 @@ from memory_kernel.cli_common import (
     DsnOption,
     SchemaOption,
     console,
+    opened,
     run_command,
-    storage_config,
 )
 from memory_kernel.export.service import export_agent
-from memory_kernel.storage.database import Database
 
 __all__ = ["export"]
 
@@ -40,12 +39,9 @@ def export(
     """Everything stored about an agent, one JSON object a line (docs/privacy.md)."""
 
     async def run() -> None:
-        database = await Database.open(dsn, storage_config(schema), data_dir=data_dir)
-        try:
+        async with opened(dsn, data_dir, schema) as database:
             with out.open("w", encoding="utf-8") if out else nullcontext(sys.stdout) as sink:
                 counts = await _write(export_agent(database, agent, vectors=vectors), sink)
-        finally:
-            await database.close()
         if out is not None:
             shown = ", ".join(f"{n} {table}" for table, n in counts.items()) or "nothing"
             console.print(f"wrote {out}: {shown}")
