@@ -216,11 +216,18 @@ _EVENTS = _sql(
 )
 
 
-async def delete_events(conn: AsyncConnection, agent_id: str, gone: Collection[uuid.UUID]) -> int:
-    """Delete the audit rows about the erased memories (their reasons quote them)."""
+async def _rows_naming(
+    conn: AsyncConnection, statement: TextClause, agent_id: str, gone: Collection[uuid.UUID]
+) -> int:
+    """How many rows ``statement`` deleted for naming one of ``gone``."""
     if not gone:
         return 0
-    return (await conn.execute(_EVENTS, {"agent": agent_id, "gone": list(gone)})).rowcount
+    return (await conn.execute(statement, {"agent": agent_id, "gone": list(gone)})).rowcount
+
+
+async def delete_events(conn: AsyncConnection, agent_id: str, gone: Collection[uuid.UUID]) -> int:
+    """Delete the audit rows about the erased memories (their reasons quote them)."""
+    return await _rows_naming(conn, _EVENTS, agent_id, gone)
 
 
 # A recorded post_turn result names the turn's episode, its decisions and remembered facts.
@@ -234,9 +241,7 @@ _RESULTS = _sql(
 
 async def delete_results(conn: AsyncConnection, agent_id: str, gone: Collection[uuid.UUID]) -> int:
     """Delete the recorded ``post_turn`` results that name an erased memory."""
-    if not gone:
-        return 0
-    return (await conn.execute(_RESULTS, {"agent": agent_id, "gone": list(gone)})).rowcount
+    return await _rows_naming(conn, _RESULTS, agent_id, gone)
 
 
 async def delete_agent_rows(
