@@ -5,6 +5,7 @@ nothing."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 
 import pytest
@@ -119,6 +120,7 @@ async def test_a_wrong_id_erases_nothing(kernel: MemoryKernel) -> None:
         (AGENT, str(uuid.uuid4()), "collection"),
         (AGENT, None, "collection"),
         (AGENT, [uuid.uuid4() for _ in range(MAX_IDS + 1)], "at most"),
+        (AGENT, itertools.repeat(uuid.uuid4()), "at most"),  # endless
         ("", [uuid.uuid4()], "agent_id"),
         ("a\x00b", [uuid.uuid4()], "agent_id"),
     ],

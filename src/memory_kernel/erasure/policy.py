@@ -50,7 +50,9 @@ def checked_ids(ids: Iterable[uuid.UUID | str]) -> frozenset[uuid.UUID]:
     if isinstance(ids, (str, bytes, uuid.UUID)) or not isinstance(ids, Iterable):
         raise ValidationError("memory_ids must be a collection of ids, not a single value")
     out: set[uuid.UUID] = set()
-    for value in ids:
+    for n, value in enumerate(ids):
+        if n == MAX_IDS:  # counted as given: an endless iterator ends here too
+            raise ValidationError(f"at most {MAX_IDS} memory ids per call")
         if isinstance(value, uuid.UUID):
             out.add(value)
         elif isinstance(value, str):
@@ -60,8 +62,6 @@ def checked_ids(ids: Iterable[uuid.UUID | str]) -> frozenset[uuid.UUID]:
                 raise ValidationError(f"memory id {value!r} is not a UUID") from exc
         else:
             raise ValidationError(f"memory id {value!r} is not a UUID")
-        if len(out) > MAX_IDS:
-            raise ValidationError(f"at most {MAX_IDS} memory ids per call")
     if not out:
         raise ValidationError("memory_ids is empty: name at least one memory")
     return frozenset(out)
