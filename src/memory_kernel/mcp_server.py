@@ -26,9 +26,9 @@ from memory_kernel.config import MemoryKernelConfig, StorageConfig
 from memory_kernel.context.nodes import format_hit
 from memory_kernel.erasure.tool import FORGET_DESCRIPTION, FORGET_MEMORY
 from memory_kernel.errors import MemoryKernelError
+from memory_kernel.heart.facts.tool import remember_input
 from memory_kernel.kernel import MemoryKernel
 from memory_kernel.models.context import ContextRequest
-from memory_kernel.models.facts import PREFERENCE, FactInput
 from memory_kernel.validation import check_agent_id
 
 __all__ = ["SOURCE", "memory_server", "serve_stdio"]
@@ -79,14 +79,15 @@ def memory_server(kernel: MemoryKernel, agent_id: str, *, forget: bool = False) 
         content: str, subject: str | None = None, confidence: float | None = None,
         preference: bool = False,
     ) -> str:  # fmt: skip
+        arguments = {
+            "content": content, "subject": subject, "confidence": confidence,
+            "preference": preference,
+        }  # fmt: skip
         outcome = await _typed(
             lambda: kernel.heart.facts.learn(
-                FactInput(
-                    agent_id=agent_id, content=content, subject=subject, confidence=confidence,
-                    category=PREFERENCE if preference else None, metadata={"source": SOURCE},
-                )
+                remember_input(arguments, agent_id=agent_id, metadata={"source": SOURCE})
             )
-        )  # fmt: skip
+        )
         return f"{outcome.action.value} [{outcome.fact.id}]: {outcome.reason}"
 
     @server.tool(

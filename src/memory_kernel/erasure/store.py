@@ -276,10 +276,9 @@ async def drop_partitions(conn: AsyncConnection, agent_id: str) -> int:
     if not tables:
         return 0
     await conn.execute(_LOCK_TIMEOUT)
-    for table in sorted(tables):
-        if table not in PARTITIONED_TABLES:
-            continue
+    dropped = sorted(t for t in tables if t in PARTITIONED_TABLES)
+    for table in dropped:
         await locks.lock(conn, "mk-partition", table, agent_id)
         await conn.execute(text(f"DROP TABLE IF EXISTS {partition_name(table, agent_id)}"))
     await conn.execute(agent_partitions.delete().where(c.agent_id == agent_id))
-    return len(tables)
+    return len(dropped)

@@ -12,14 +12,17 @@ built from one table here, so they cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memory_kernel.errors import ValidationError
 from memory_kernel.models.facts import PREFERENCE, FactInput
 from memory_kernel.models.turns import TurnHandle, TurnOutcome
 
-__all__ = ["REMEMBER_OPTIONAL", "REMEMBER_TOOL", "remember_inputs", "remember_schema"]
+__all__ = [
+    "REMEMBER_OPTIONAL", "REMEMBER_TOOL", "remember_input", "remember_inputs", "remember_schema",
+]  # fmt: skip
 
 REMEMBER_TOOL = "remember"
 #: The arguments post_turn copies into the FactInput (``content`` is required).
@@ -83,25 +86,36 @@ def remember_inputs(turn: TurnHandle, outcome: TurnOutcome) -> list[FactInput]:
     found = []
     for result in _calls(outcome.tool_results):
         args = dict(result.arguments)
-        content = args.pop("content", None) or result.output
-        if not isinstance(content, str) or not content.strip():
-            raise ValidationError("a remember tool result carries no content")
-        known = {k: args[k] for k in REMEMBER_OPTIONAL if args.get(k) is not None}
-        preference = args.get("preference")
-        if preference is not None and not isinstance(preference, bool):  # 1 == True in Python
-            raise ValidationError("a remember tool result's preference must be true or false")
-        if preference:
-            known["category"] = PREFERENCE  # shown by kind (context.traits)
         found.append(
-            FactInput(
+            remember_input(
+                {**args, "content": args.get("content") or result.output},
                 agent_id=turn.agent_id,
-                content=content,
                 derived_from=(turn.episode_id,),
                 metadata={"source": REMEMBER_TOOL, "session_id": turn.session_id},
-                **known,
             )
         )
     return found
+
+
+def remember_input(
+    arguments: Mapping[str, Any], *, agent_id: str, metadata: dict[str, Any],
+    derived_from: tuple[uuid.UUID, ...] = (),
+) -> FactInput:  # fmt: skip
+    """The fact of one ``remember`` call's arguments (``content``, and ``subject``,
+    ``confidence``, ``preference`` when given), from the hooks or ``memory-kernel mcp``."""
+    content = arguments.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise ValidationError("a remember tool result carries no content")
+    known = {k: arguments[k] for k in REMEMBER_OPTIONAL if arguments.get(k) is not None}
+    preference = arguments.get("preference")
+    if preference is not None and not isinstance(preference, bool):  # 1 == True in Python
+        raise ValidationError("a remember tool result's preference must be true or false")
+    if preference:
+        known["category"] = PREFERENCE  # shown by kind (context.traits)
+    return FactInput(
+        agent_id=agent_id, content=content, derived_from=derived_from, metadata=metadata,
+        **known,
+    )  # fmt: skip
 
 
 def _calls(results: Sequence[Any]) -> list[Any]:
