@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import uuid
 
 import pytest
 from sqlalchemy import select, text
 
 from memory_kernel import FactInput, MemoryKernel, NotFoundError, ValidationError
-from memory_kernel.erasure.policy import MAX_IDS
+from memory_kernel.cognitive.draft import summarise_message
+from memory_kernel.erasure.policy import ERASED_SUMMARY, MAX_IDS
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome
-from memory_kernel.storage.tables import facts, memory_events, turns
+from memory_kernel.storage.tables import decisions, facts, memory_events, turns
 from tests.erasure.conftest import HeldExtractor, exchange, rows
 
 AGENT = "agent-e"
@@ -167,20 +169,112 @@ async def test_a_turn_goes_with_its_extracted_facts_and_its_episode(
         await ekernel.heart.episodes.get(kept.turn.episode_id, agent_id=AGENT)
 
 
+async def _exported(kernel: MemoryKernel) -> str:
+    return json.dumps([r async for r in kernel.export_agent(AGENT)])
+
+
 async def test_a_turn_of_the_ongoing_session_is_forgotten_and_the_session_goes_on(
     ekernel: MemoryKernel,
 ) -> None:
+    first, _ = await exchange(ekernel, AGENT, "My pin is 2580.", "Got it.")
+    pending = await ekernel.pre_turn(TurnInput(agent_id=AGENT, session_id="s1", message="Hm."))
+    before = await ekernel.heart.episodes.get(first.turn.episode_id, agent_id=AGENT)
+    assert "2580" in before.summary  # it started with the first message
+
+    report = await ekernel.forget(AGENT, [await _turn_id(ekernel, "My pin is 2580.")])
+
+    assert (report.turns, report.episodes) == (1, 0)
+    # The turn already begun records into the episode, which goes on without the pin.
+    await ekernel.post_turn(pending.turn, TurnOutcome(response_text="Okay."))
+    later, _ = await exchange(
+        ekernel, AGENT, "Plan a vegetarian curry for the dinner party on Saturday.",
+        "A chickpea and spinach curry serves eight.",
+    )  # fmt: skip
+    assert later.turn.episode_id == first.turn.episode_id
+    restarted = await ekernel.heart.episodes.get(first.turn.episode_id, agent_id=AGENT)
+    assert restarted.summary == "Got it."  # the first turn it still has
+    (ended,) = await ekernel.end_session(AGENT, "s1")
+    assert "curry" in ended.episode.summary
+    await ekernel.extract_pending(AGENT)
+    assert await _fact_ids(ekernel) == {}
+    assert "2580" not in await _exported(ekernel)
+
+
+async def test_an_ongoing_episode_left_without_turns_is_abandoned_at_its_end(
+    ekernel: MemoryKernel,
+) -> None:
+    first, _ = await exchange(ekernel, AGENT, "My pin is 2580.", "Got it.")
+    said = [await _turn_id(ekernel, t) for t in ("My pin is 2580.", "Got it.")]
+
+    await ekernel.forget(AGENT, said)
+
+    episode = await ekernel.heart.episodes.get(first.turn.episode_id, agent_id=AGENT)
+    assert episode.summary == ERASED_SUMMARY
+    assert await ekernel.end_session(AGENT, "s1") == []  # nothing left to remember
+    assert "2580" not in await _exported(ekernel)
+
+
+async def test_the_episode_named_goes_even_while_ongoing(ekernel: MemoryKernel) -> None:
     first, _ = await exchange(ekernel, AGENT, "My pin is 2580.")
     pending = await ekernel.pre_turn(TurnInput(agent_id=AGENT, session_id="s1", message="Hm."))
-    await ekernel.forget(AGENT, [await _turn_id(ekernel, "My pin is 2580.")])
+
+    report = await ekernel.forget(AGENT, [first.turn.episode_id])
+
+    assert (report.turns, report.episodes) == (0, 1)
     # A handle of the erased episode records nothing; the next turn starts a new episode.
     with pytest.raises(NotFoundError):
         await ekernel.post_turn(pending.turn, TurnOutcome(response_text="Okay."))
     later, _ = await exchange(ekernel, AGENT, "What should I cook tonight?", "Try a curry.")
     assert later.turn.episode_id != first.turn.episode_id
-    assert (await rows(ekernel, AGENT))["turns"] == 3  # the reply "Noted." and the new pair
-    await ekernel.extract_pending(AGENT)
-    assert await _fact_ids(ekernel) == {}
+
+
+async def test_a_turn_takes_the_decision_whose_text_came_from_it(ekernel: MemoryKernel) -> None:
+    asked = "Should payroll move to vendor ZQX9 or stay where it is?"
+    await exchange(ekernel, AGENT, asked, "Okay.", frame="decision")  # rejected: the ask stays
+    await exchange(
+        ekernel, AGENT, "Which database for the new service?", DECISION, frame="decision"
+    )
+    async with ekernel.database.connection() as conn:
+        kept = {r.description: r.finalized for r in await conn.execute(
+            select(decisions.c.description, decisions.c.finalized)
+            .where(decisions.c.agent_id == AGENT)
+        )}  # fmt: skip
+    assert kept == {summarise_message(asked): False, DECISION: True}
+
+    # The message of the rejected one, and the reply of the finalized one, go; the other
+    # turn of each exchange stays, no longer naming a decision.
+    said = [await _turn_id(ekernel, asked), await _turn_id(ekernel, DECISION)]
+    report = await ekernel.forget(AGENT, said)
+
+    assert (report.turns, report.decisions) == (2, 2)
+    exported = await _exported(ekernel)
+    assert "ZQX9" not in exported and "pgvector" not in exported
+    async with ekernel.database.connection() as conn:
+        left = (await conn.execute(
+            select(turns.c.content, turns.c.metadata).where(turns.c.agent_id == AGENT)
+        )).all()  # fmt: skip
+    assert {(r.content, "decision_id" in r.metadata) for r in left} == {
+        ("Okay.", False), ("Which database for the new service?", False)
+    }  # fmt: skip
+
+
+async def test_a_finalized_decision_stays_when_only_the_question_goes(
+    ekernel: MemoryKernel,
+) -> None:
+    await exchange(
+        ekernel, AGENT, "Which database for the new service?", DECISION, frame="decision"
+    )
+
+    report = await ekernel.forget(
+        AGENT, [await _turn_id(ekernel, "Which database for the new service?")]
+    )
+
+    assert (report.turns, report.decisions) == (1, 0)
+    async with ekernel.database.connection() as conn:
+        assert (
+            await conn.scalar(select(decisions.c.description).where(decisions.c.agent_id == AGENT))
+            == DECISION
+        )
 
 
 async def test_a_drain_that_read_an_erased_turn_learns_nothing_from_it(

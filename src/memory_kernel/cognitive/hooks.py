@@ -313,6 +313,7 @@ class CognitiveLayer:
                 agent_id=turn.agent_id,
                 session_id=turn.session_id,
                 episode_id=turn.episode_id,
+                decision_id=turn.decision_id,
                 queue_at=self._heart.extraction.queue_time(),  # None: no extractor
             )
             # Last, so a bad episode id fails the turn after every other write (all roll back).

@@ -5,11 +5,17 @@ near:
 
 - a fact: its earlier versions (the facts it superseded, the duplicates merged into it),
   however far back; a newer version that replaced it stays (it says something else);
-- a turn: the facts extracted from it and the episode of its session (the episode's
-  summary was made from its turns and may quote it); the session's other turns stay;
+- a turn: the facts extracted from it and, once ended, the episode it belonged to (the
+  episode's summary was made from its turns and may quote it); the session's other turns
+  stay. An ongoing episode stays, so the conversation goes on (a ``post_turn`` of a turn
+  already begun records into it): its summary, the first message's when it started, is
+  made again from the first turn it still has (:func:`restarted_summary`), and its end
+  summarises the turns it then has;
 - an episode: its earlier versions (the episodes merged into it or that it replaced); its
   turns stay (they are what was said, the episode only summarised them);
-- a decision: itself;
+- a decision: itself. A turn takes the decision of its exchange whose text came from it:
+  a deliberation keeps the user's message as its description until it is finalized (a
+  rejected one keeps it for good), and takes the reply's when it is;
 - a session (``forget_session``): its turns, episodes and decisions, and with them the facts
   extracted from those turns or remembered in those episodes;
 - an agent (``erase_agent``): every row it has.
@@ -24,12 +30,15 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from memory_kernel.cognitive.draft import summarise_message
 from memory_kernel.errors import NotFoundError, ValidationError
 
-__all__ = ["MAX_IDS", "Seeds", "checked_ids", "seeds"]
+__all__ = ["ERASED_SUMMARY", "MAX_IDS", "Seeds", "checked_ids", "restarted_summary", "seeds"]
 
 #: Ids one ``forget`` call may name (a larger erasure is several calls, or ``erase_agent``).
 MAX_IDS = 1000
+#: The summary of an ongoing episode none of whose turns is left.
+ERASED_SUMMARY = "(what was said so far in this conversation was erased)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +91,10 @@ def seeds(ids: frozenset[uuid.UUID], kinds: Mapping[uuid.UUID, str]) -> Seeds:
     return Seeds(
         facts=of("fact"), episodes=of("episode"), turns=of("turn"), decisions=of("decision")
     )
+
+
+def restarted_summary(first_left: str | None) -> str:
+    """An ongoing episode's summary once a turn of it is erased: made as ``pre_turn`` made
+    it, from the first turn it still has (``first_left``, a user's before a reply), or
+    ``ERASED_SUMMARY`` when none is left."""
+    return ERASED_SUMMARY if first_left is None else summarise_message(first_left)

@@ -89,20 +89,27 @@ class ErasureService:
     async def _cascade(
         self, conn: AsyncConnection, agent: str, named: policy.Seeds
     ) -> ErasureReport:
-        turns, of_turns = await store.delete_turns(conn, agent, named.turns, named.session)
+        erased = await store.delete_turns(conn, agent, named.turns, named.session)
+        turns = erased.ids
         queued = await store.delete_queue(conn, agent, turns)
         await facts_store.lock_agents(conn, [agent])
         episodes = await store.delete_episodes(
-            conn, agent, named.episodes | of_turns, named.session
+            conn, agent, named.episodes, named.session, of_turns=erased.episodes
         )
+        ongoing = await store.ongoing_firsts(conn, agent, erased.episodes - episodes)
+        for episode, first in ongoing.items():
+            summary = policy.restarted_summary(first)
+            await store.restart_episode(conn, agent, episode, summary, emptied=first is None)
         facts = await store.delete_facts(
             conn, agent, named.facts, from_turns=turns,
             # Remembered in a session's episodes: theirs only when the whole session goes.
             from_episodes=episodes if named.session is not None else (),
         )  # fmt: skip
-        decisions = await store.delete_decisions(conn, agent, named.decisions, named.session)
-        await store.untie(conn, agent, episodes | facts)
+        decisions = await store.delete_decisions(
+            conn, agent, named.decisions, named.session, of_turns=erased
+        )
         gone = turns | episodes | facts | decisions
+        await store.untie(conn, agent, gone - turns)
         events = await store.delete_events(conn, agent, gone)
         results = await store.delete_results(conn, agent, gone - turns)
         return ErasureReport(

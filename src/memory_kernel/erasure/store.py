@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
+from dataclasses import dataclass
 
-from sqlalchemy import Text, TextClause, bindparam, text
+from sqlalchemy import Boolean, Text, TextClause, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -19,9 +20,9 @@ from memory_kernel.storage.partitions import partition_name
 from memory_kernel.storage.tables import PARTITIONED_TABLES, agent_partitions
 
 __all__ = [
-    "AGENT_TABLES", "delete_agent_rows", "delete_decisions", "delete_episodes", "delete_events",
-    "delete_facts", "delete_queue", "delete_results", "delete_turns", "drop_partitions",
-    "kinds_of", "lock_writers", "untie",
+    "AGENT_TABLES", "ErasedTurns", "delete_agent_rows", "delete_decisions", "delete_episodes",
+    "delete_events", "delete_facts", "delete_queue", "delete_results", "delete_turns",
+    "drop_partitions", "kinds_of", "lock_writers", "ongoing_firsts", "restart_episode", "untie",
 ]  # fmt: skip
 
 _IDS = ARRAY(UUID(as_uuid=True))
@@ -72,21 +73,40 @@ async def kinds_of(
 _TURNS = _sql(
     "DELETE FROM turns WHERE agent_id = :agent"
     " AND (id = ANY(:ids) OR session_id = CAST(:session AS text))"
-    " RETURNING id, episode_id",
+    " RETURNING id, episode_id, role, metadata ->> 'decision_id' AS decision_id",
     "ids",
     texts=("session",),
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ErasedTurns:
+    """The turns a delete erased: their ids, their episodes, and the deliberations of their
+    exchanges whose message (``asked``) or reply (``replied``) is among them."""
+
+    ids: set[uuid.UUID]
+    episodes: set[uuid.UUID]
+    asked: set[uuid.UUID]
+    replied: set[uuid.UUID]
+
+
 async def delete_turns(
     conn: AsyncConnection, agent_id: str, ids: Collection[uuid.UUID], session_id: str | None
-) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
-    """Delete the turns ``ids`` and every turn of ``session_id``; returns their ids and the
-    episodes they belonged to."""
+) -> ErasedTurns:
+    """Delete the turns ``ids`` and every turn of ``session_id``."""
     rows = (
         await conn.execute(_TURNS, {"agent": agent_id, "ids": list(ids), "session": session_id})
     ).all()
-    return {r.id for r in rows}, {r.episode_id for r in rows if r.episode_id is not None}
+
+    def deliberations(role: str) -> set[uuid.UUID]:
+        return {uuid.UUID(r.decision_id) for r in rows if r.decision_id and r.role == role}
+
+    return ErasedTurns(
+        ids={r.id for r in rows},
+        episodes={r.episode_id for r in rows if r.episode_id is not None},
+        asked=deliberations("user"),
+        replied=deliberations("assistant"),
+    )
 
 
 _QUEUE = _sql("DELETE FROM extraction_queue WHERE agent_id = :agent AND turn_id = ANY(:ids)", "ids")
@@ -104,15 +124,19 @@ async def delete_queue(
 
 
 # An episode's earlier versions: those merged into it and those it replaced, transitively.
+# The episode of an erased turn goes only once it has ended (its summary was made from its
+# turns); an ongoing one stays, restarted (``restart_ongoing``).
 _EPISODES = _sql(
     "WITH RECURSIVE gone(id) AS ("
     " SELECT id FROM episodes WHERE agent_id = :agent"
-    "  AND (id = ANY(:ids) OR session_id = CAST(:session AS text))"
+    "  AND (id = ANY(:ids) OR session_id = CAST(:session AS text)"
+    "   OR (id = ANY(:of_turns) AND status <> 'ongoing'))"
     " UNION SELECT e.id FROM episodes e JOIN gone g"
     "  ON e.canonical_id = g.id OR e.superseded_by = g.id WHERE e.agent_id = :agent)"
     " DELETE FROM episodes WHERE agent_id = :agent AND id IN (SELECT id FROM gone)"
     " RETURNING id",
     "ids",
+    "of_turns",
     texts=("session",),
 )
 
@@ -125,10 +149,59 @@ async def _deleted(
 
 
 async def delete_episodes(
-    conn: AsyncConnection, agent_id: str, ids: Collection[uuid.UUID], session_id: str | None
+    conn: AsyncConnection,
+    agent_id: str,
+    ids: Collection[uuid.UUID],
+    session_id: str | None,
+    *,
+    of_turns: Collection[uuid.UUID] = (),
 ) -> set[uuid.UUID]:
-    """Delete the episodes ``ids`` and those of ``session_id``, with their earlier versions."""
-    return await _deleted(conn, _EPISODES, agent=agent_id, ids=list(ids), session=session_id)
+    """Delete the episodes ``ids``, those of ``session_id`` and the ended ones of ``of_turns``
+    (the episodes of erased turns), with their earlier versions."""
+    return await _deleted(
+        conn, _EPISODES, agent=agent_id, ids=list(ids), session=session_id,
+        of_turns=list(of_turns),
+    )  # fmt: skip
+
+
+# The ongoing ones among ``ids``, each with the first turn it still has (a user's first).
+_ONGOING = _sql(
+    "SELECT e.id, (SELECT t.content FROM turns t"
+    "  WHERE t.agent_id = :agent AND t.episode_id = e.id"
+    "  ORDER BY t.role <> 'user', t.created_at, t.id LIMIT 1) AS first"
+    " FROM episodes e WHERE e.agent_id = :agent AND e.id = ANY(:ids) AND e.status = 'ongoing'",
+    "ids",
+)
+# A restarted episode's vector is made again when it ends (from its final summary); with no
+# turn left, its count of completed turns is 0 again, so an end with none to come abandons it.
+_RESTART = _sql(
+    "UPDATE episodes SET summary = :summary, embedding = NULL, updated_at = now(),"
+    " metadata = CASE WHEN :emptied THEN jsonb_set(metadata, '{turns}', '0') ELSE metadata END"
+    " WHERE agent_id = :agent AND id = :id",
+    texts=("summary",),
+).bindparams(bindparam("id", type_=UUID(as_uuid=True)), bindparam("emptied", type_=Boolean))
+
+
+async def ongoing_firsts(
+    conn: AsyncConnection, agent_id: str, ids: Collection[uuid.UUID]
+) -> dict[uuid.UUID, str | None]:
+    """The ongoing episodes among ``ids``, each with the content of the first turn it still
+    has, a user's before a reply (``None``: it has none left)."""
+    if not ids:
+        return {}
+    rows = await conn.execute(_ONGOING, {"agent": agent_id, "ids": list(ids)})
+    return {r.id: r.first for r in rows}
+
+
+async def restart_episode(
+    conn: AsyncConnection, agent_id: str, episode_id: uuid.UUID, summary: str, *, emptied: bool
+) -> None:
+    """Give the ongoing episode ``summary`` in place of the one it started with, and no
+    vector; ``emptied``: none of its turns is left."""
+    await conn.execute(
+        _RESTART,
+        {"agent": agent_id, "id": episode_id, "summary": summary, "emptied": emptied},
+    )
 
 
 # A fact's earlier versions: those it superseded and the duplicates merged into it,
@@ -163,23 +236,37 @@ async def delete_facts(
     )  # fmt: skip
 
 
+# A deliberation's text is the message's until it is finalized, the reply's after.
 _DECISIONS = _sql(
     "DELETE FROM decisions WHERE agent_id = :agent"
-    " AND (id = ANY(:ids) OR session_id = CAST(:session AS text)) RETURNING id",
+    " AND (id = ANY(:ids) OR session_id = CAST(:session AS text)"
+    "  OR (id = ANY(:asked) AND NOT finalized) OR (id = ANY(:replied) AND finalized))"
+    " RETURNING id",
     "ids",
+    "asked",
+    "replied",
     texts=("session",),
 )
 
 
 async def delete_decisions(
-    conn: AsyncConnection, agent_id: str, ids: Collection[uuid.UUID], session_id: str | None
+    conn: AsyncConnection,
+    agent_id: str,
+    ids: Collection[uuid.UUID],
+    session_id: str | None,
+    *,
+    of_turns: ErasedTurns,
 ) -> set[uuid.UUID]:
-    """Delete the decisions ``ids`` and those of ``session_id`` (rejected ones too)."""
-    return await _deleted(conn, _DECISIONS, agent=agent_id, ids=list(ids), session=session_id)
+    """Delete the decisions ``ids`` and those of ``session_id`` (rejected ones too), and the
+    deliberations whose text came from a turn of ``of_turns``."""
+    return await _deleted(
+        conn, _DECISIONS, agent=agent_id, ids=list(ids), session=session_id,
+        asked=list(of_turns.asked), replied=list(of_turns.replied),
+    )  # fmt: skip
 
 
 # What stays must not point at what is gone: a fact's contradictions and the episodes it was
-# derived from, the episode of a turn or a decision that stays.
+# derived from, the episode of a turn or a decision that stays, a turn's deliberation.
 _UNTIE = (
     _sql(
         "UPDATE facts SET contradicts = ARRAY(SELECT unnest(contradicts) EXCEPT"
@@ -191,6 +278,11 @@ _UNTIE = (
     ),
     _sql(
         "UPDATE turns SET episode_id = NULL WHERE agent_id = :agent AND episode_id = ANY(:gone)",
+        "gone",
+    ),
+    _sql(
+        "UPDATE turns SET metadata = metadata - 'decision_id' WHERE agent_id = :agent"
+        " AND metadata ->> 'decision_id' = ANY(CAST(:gone AS text[]))",
         "gone",
     ),
     _sql(

@@ -2,7 +2,9 @@
 
 A turn is what was said, verbatim, with its time: the user's message at the time ``pre_turn``
 began, the assistant's reply at the time ``post_turn`` records it. A text without a word
-(an empty reply) is not stored: there is nothing in it to recall.
+(an empty reply) is not stored: there is nothing in it to recall. Both turns of an exchange
+that deliberated name its decision (``metadata["decision_id"]``): the decision's text came
+from one of them, and erasing that turn erases it (``erasure.policy``).
 """
 
 from __future__ import annotations
@@ -51,8 +53,11 @@ def rows(
     agent_id: str,
     session_id: str,
     episode_id: uuid.UUID | None,
+    decision_id: uuid.UUID | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows of ``said`` (``vectors``: one per text, ``None`` when there is none)."""
+    """The rows of ``said`` (``vectors``: one per text, ``None`` when there is none);
+    ``decision_id``: the exchange's deliberation."""
+    metadata = {} if decision_id is None else {"decision_id": str(decision_id)}
     return [
         {
             "agent_id": agent_id,
@@ -63,6 +68,7 @@ def rows(
             "content": s.content,
             "seq": s.seq,
             "embedding": vector,
+            "metadata": metadata,
             "created_at": s.at,
         }
         for s, vector in zip(said, vectors, strict=True)

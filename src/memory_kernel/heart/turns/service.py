@@ -45,17 +45,18 @@ class TurnService:
         agent_id: str,
         session_id: str,
         episode_id: uuid.UUID | None,
+        decision_id: uuid.UUID | None = None,
         queue_at: datetime | None = None,
     ) -> None:
         """Store an exchange's texts; joins a caller's open unit of work. With ``queue_at``
         (``ExtractionService.queue_time``) they are queued for fact extraction too, in the
-        same statement."""
+        same statement. ``decision_id``: the exchange's deliberation, named by both turns."""
         check_agent_id(agent_id)
         if not said:
             return
         new = rows(
             list(said), list(vectors), agent_id=agent_id, session_id=session_id,
-            episode_id=episode_id,
+            episode_id=episode_id, decision_id=decision_id,
         )  # fmt: skip
         async with self._rt.db.transaction() as conn:
             await store.insert(conn, new, queue_at=queue_at)
