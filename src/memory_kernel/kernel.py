@@ -187,8 +187,9 @@ class MemoryKernel:
         """Erase these memories of the agent — facts, episodes, turns, decisions, by the ids
         ``search_memory``, ``inspect``, ``export_agent`` and the hooks return — and what
         derives from them: a fact's earlier versions, the facts extracted from a turn, its
-        ended episode and the decision it gave the text of (docs/privacy.md). One transaction; an id that is no memory
-        of the agent raises ``NotFoundError`` and nothing is erased."""
+        ended episode and the decision it gave the text of (docs/privacy.md). One
+        transaction; an id that is no memory of the agent raises ``NotFoundError`` and
+        nothing is erased."""
         return await self._erasure.forget(agent_id, memory_ids)
 
     async def forget_session(self, agent_id: str, session_id: str) -> ErasureReport:
