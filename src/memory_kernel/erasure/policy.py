@@ -96,5 +96,5 @@ def seeds(ids: frozenset[uuid.UUID], kinds: Mapping[uuid.UUID, str]) -> Seeds:
 def restarted_summary(first_left: str | None) -> str:
     """An ongoing episode's summary once a turn of it is erased: made as ``pre_turn`` made
     it, from the first turn it still has (``first_left``, a user's before a reply), or
-    ``ERASED_SUMMARY`` when none is left."""
+    ``ERASED_SUMMARY`` when none is left (an end with no new turn then abandons it)."""
     return ERASED_SUMMARY if first_left is None else summarise_message(first_left)

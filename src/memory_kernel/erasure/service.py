@@ -98,8 +98,7 @@ class ErasureService:
         )
         ongoing = await store.ongoing_firsts(conn, agent, erased.episodes - episodes)
         for episode, first in ongoing.items():
-            summary = policy.restarted_summary(first)
-            await store.restart_episode(conn, agent, episode, summary, emptied=first is None)
+            await store.restart_episode(conn, agent, episode, policy.restarted_summary(first))
         facts = await store.delete_facts(
             conn, agent, named.facts, from_turns=turns,
             # Remembered in a session's episodes: theirs only when the whole session goes.

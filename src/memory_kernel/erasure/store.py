@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import Boolean, Text, TextClause, bindparam, text
+from sqlalchemy import Text, TextClause, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -172,14 +172,12 @@ _ONGOING = _sql(
     " FROM episodes e WHERE e.agent_id = :agent AND e.id = ANY(:ids) AND e.status = 'ongoing'",
     "ids",
 )
-# A restarted episode's vector is made again when it ends (from its final summary); with no
-# turn left, its count of completed turns is 0 again, so an end with none to come abandons it.
+# A restarted episode's vector is made again when it ends, from its final summary.
 _RESTART = _sql(
-    "UPDATE episodes SET summary = :summary, embedding = NULL, updated_at = now(),"
-    " metadata = CASE WHEN :emptied THEN jsonb_set(metadata, '{turns}', '0') ELSE metadata END"
+    "UPDATE episodes SET summary = :summary, embedding = NULL, updated_at = now()"
     " WHERE agent_id = :agent AND id = :id",
     texts=("summary",),
-).bindparams(bindparam("id", type_=UUID(as_uuid=True)), bindparam("emptied", type_=Boolean))
+).bindparams(bindparam("id", type_=UUID(as_uuid=True)))
 
 
 async def ongoing_firsts(
@@ -194,14 +192,11 @@ async def ongoing_firsts(
 
 
 async def restart_episode(
-    conn: AsyncConnection, agent_id: str, episode_id: uuid.UUID, summary: str, *, emptied: bool
+    conn: AsyncConnection, agent_id: str, episode_id: uuid.UUID, summary: str
 ) -> None:
     """Give the ongoing episode ``summary`` in place of the one it started with, and no
-    vector; ``emptied``: none of its turns is left."""
-    await conn.execute(
-        _RESTART,
-        {"agent": agent_id, "id": episode_id, "summary": summary, "emptied": emptied},
-    )
+    vector."""
+    await conn.execute(_RESTART, {"agent": agent_id, "id": episode_id, "summary": summary})
 
 
 # A fact's earlier versions: those it superseded and the duplicates merged into it,

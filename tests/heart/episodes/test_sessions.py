@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 
 from memory_kernel import MemoryKernel
-from memory_kernel.heart.episodes.sessions import IDLE, NO_TURN, SESSION_ENDED
+from memory_kernel.heart.episodes.sessions import IDLE, NO_TURN, NO_TURN_KEPT, SESSION_ENDED
 from memory_kernel.heart.episodes.summary import SummaryTurn, summarise_turns
 from memory_kernel.models.consolidation import ConsolidationAction
 from memory_kernel.models.enums import AdmissionStatus, EpisodeStatus, EventKind
@@ -88,6 +88,23 @@ async def test_an_episode_without_a_completed_turn_is_abandoned(kernel: MemoryKe
         )
         events = {(r.event, r.reason) for r in rows}
     assert (EventKind.EPISODE_ENDED.value, NO_TURN) in events
+
+
+async def test_an_episode_whose_turns_were_all_wordless_is_abandoned(
+    kernel: MemoryKernel,
+) -> None:
+    handle = await _exchange(kernel, "👍", "🙂", session="w1")  # nothing stored to recall
+    assert await kernel.end_session(AGENT, "w1") == []
+    episode = await kernel.heart.episodes.get(handle.episode_id, agent_id=AGENT)
+    assert episode.status is EpisodeStatus.ABANDONED
+    assert episode.metadata["turns"] == 1
+    async with kernel.database.connection() as conn:
+        reasons = set(
+            await conn.scalars(
+                select(memory_events.c.reason).where(memory_events.c.memory_id == episode.id)
+            )
+        )
+    assert NO_TURN_KEPT in reasons
 
 
 async def test_consolidate_ends_idle_episodes_and_a_dry_run_only_counts_them(

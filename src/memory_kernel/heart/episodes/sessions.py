@@ -9,8 +9,9 @@ extractive summary as the fallback when it fails, times out or answers nothing u
 and ``EpisodeService.end`` completes it through admission control (ADD / NOT / REPLACE /
 MERGE) — the summary is embedded before that transaction opens. An episode
 in which no turn was completed (a ``pre_turn`` whose ``post_turn`` never came) has nothing to
-remember: it is abandoned (``status = abandoned``, never admitted), with its audit row. An
-episode someone else ended meanwhile is skipped.
+remember: it is abandoned (``status = abandoned``, never admitted), with its audit row; so is
+one none of whose turns is stored (each was wordless, or was erased). An episode someone else
+ended meanwhile is skipped.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ from memory_kernel.similarity import collapsed_head
 from memory_kernel.storage.events import Event
 from memory_kernel.validation import check_agent_id, check_text
 
-__all__ = ["IDLE", "NO_TURN", "SESSION_ENDED", "SessionEnds"]
+__all__ = ["IDLE", "NO_TURN", "NO_TURN_KEPT", "SESSION_ENDED", "SessionEnds"]
 
 _log = logging.getLogger(__name__)
 
-#: Why an episode without a completed turn is abandoned (its audit row's reason).
+#: Why an episode is abandoned (its audit row's reason): no turn of it was completed, or
+#: none of its turns is stored (each was wordless, or was erased).
 NO_TURN = "no turn was completed"
+NO_TURN_KEPT = "no turn of it is stored"
 
 End = Callable[..., Awaitable[EpisodeEnd]]
 
@@ -93,10 +96,13 @@ class SessionEnds:
     async def _end_one(self, episode: Episode, outcome: str) -> EpisodeEnd | None:
         agent = episode.agent_id
         if not episode.metadata.get("turns"):  # post_turn never counted a turn
-            await self._abandon(agent, episode.id)
+            await self._abandon(agent, episode.id, NO_TURN)
             return None
         async with self._rt.db.connection() as conn:
             said = await turns_store.by_episode(conn, agent_id=agent, episode_id=episode.id)
+        if not said:  # every turn was wordless, or erased
+            await self._abandon(agent, episode.id, NO_TURN_KEPT)
+            return None
         summary = await self._summary(episode, said)
         try:
             return await self._end(episode.id, agent_id=agent, outcome=outcome, summary=summary)
@@ -126,7 +132,7 @@ class SessionEnds:
             fallback=episode.summary,
         )
 
-    async def _abandon(self, agent_id: str, episode_id: uuid.UUID) -> None:
+    async def _abandon(self, agent_id: str, episode_id: uuid.UUID, reason: str) -> None:
         now = self._rt.clock.now()
         event = Event(
             agent_id=agent_id,
@@ -135,7 +141,7 @@ class SessionEnds:
             event=EventKind.EPISODE_ENDED,
             decided_by=DecidedBy.RULE,
             at=now,
-            reason=NO_TURN,
+            reason=reason,
         )
         async with self._rt.db.transaction() as conn:
             await store.abandon(
