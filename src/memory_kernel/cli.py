@@ -14,6 +14,7 @@ from memory_kernel.cli_common import (
     DataDirOption,
     DsnOption,
     SchemaOption,
+    StoreEmbedderOption,
     console,
     fail,
     opened,
@@ -104,12 +105,7 @@ def consolidate(
         bool, typer.Option("--dry-run", help="Report what would change; write nothing.")
     ] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Agents at once.")] = 2,
-    embedder: Annotated[
-        str,
-        typer.Option(
-            "--embedder", help="The store's embedder: hybrid (default), hashing, st or st:<model>"
-        ),
-    ] = "hybrid",
+    embedder: StoreEmbedderOption = "hybrid",
 ) -> None:
     """Nightly maintenance: evidence, decay, contradictions, merging, deprecation."""
     from memory_kernel.consolidation.cli import run_consolidate

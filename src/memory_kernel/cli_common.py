@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -16,9 +16,12 @@ from memory_kernel.config import MemoryKernelConfig, StorageConfig
 from memory_kernel.errors import MemoryKernelError
 from memory_kernel.storage.database import Database
 
+if TYPE_CHECKING:
+    from memory_kernel.kernel import MemoryKernel
+
 __all__ = [
-    "DataDirOption", "DsnOption", "SchemaOption", "console", "fail", "opened", "run_command",
-    "storage_config",
+    "DataDirOption", "DsnOption", "SchemaOption", "StoreEmbedderOption", "console", "fail",
+    "kernel_opened", "opened", "run_command", "storage_config",
 ]  # fmt: skip
 
 console = Console()
@@ -56,6 +59,32 @@ def run_command(coroutine: Coroutine[Any, Any, None]) -> None:
         asyncio.run(coroutine)
     except MemoryKernelError as exc:
         raise fail(exc) from exc
+
+
+StoreEmbedderOption = Annotated[
+    str,
+    typer.Option(
+        "--embedder", help="The store's embedder: hybrid (default), hashing, st or st:<model>"
+    ),
+]
+
+
+@asynccontextmanager
+async def kernel_opened(
+    dsn: str | None, data_dir: Path | None, storage: StorageConfig, embedder: str
+) -> AsyncIterator[MemoryKernel]:
+    """A kernel on the store for a one-off command: no background queue worker (the
+    command drains what it needs itself); ``embedder`` must be the store's."""
+    from memory_kernel.eval.embedders import embedder_from_name
+    from memory_kernel.kernel import MemoryKernel
+
+    config = MemoryKernelConfig.from_mapping(
+        {"storage": storage.model_dump(), "consolidation": {"embed_worker": False}}
+    )
+    async with MemoryKernel.open(
+        dsn, config=config, data_dir=data_dir, embedder=embedder_from_name(embedder)
+    ) as kernel:
+        yield kernel
 
 
 @asynccontextmanager

@@ -84,7 +84,12 @@ class MemoryKernel:
         self.brain = Brain(self._runtime)
         #: Relevance masks, lazy node fetch, recall and budgeted assembly.
         self.context = ContextEngine(self._runtime, slot_judges=self.heart.facts.slot_judge)
-        self._erasure = ErasureService(database, erased=self.context.prefetch.discard)
+        self._erasure = ErasureService(
+            database,
+            summary_chars=config.heart.episode_summary_chars,
+            embed=self._runtime.embed_or_none,
+            erased=self.context.prefetch.discard,
+        )
         self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain, self.context)
         self._consolidator = Consolidator(
             self._runtime, self.heart.facts, self.heart.episodes, self.heart.extraction
@@ -186,10 +191,10 @@ class MemoryKernel:
     async def forget(self, agent_id: str, memory_ids: Iterable[uuid.UUID | str]) -> ErasureReport:
         """Erase these memories of the agent — facts, episodes, turns, decisions, by the ids
         ``search_memory``, ``inspect``, ``export_agent`` and the hooks return — and what
-        derives from them: a fact's earlier versions, the facts extracted from a turn, its
-        ended episode and the decision it gave the text of (docs/privacy.md). One
-        transaction; an id that is no memory of the agent raises ``NotFoundError`` and
-        nothing is erased."""
+        derives from them: a fact's earlier versions, the facts extracted from a turn and
+        the decision it gave the text of; the turn's episode is summarised again without it
+        (docs/privacy.md). One transaction; an id that is no memory of the agent raises
+        ``NotFoundError`` and nothing is erased."""
         return await self._erasure.forget(agent_id, memory_ids)
 
     async def forget_session(self, agent_id: str, session_id: str) -> ErasureReport:

@@ -16,8 +16,10 @@ from memory_kernel import FactInput, MemoryKernel, NotFoundError, ValidationErro
 from memory_kernel.cognitive.draft import summarise_message
 from memory_kernel.erasure.policy import ERASED_SUMMARY, MAX_IDS
 from memory_kernel.models.enums import FactStatus
+from memory_kernel.models.episodes import AdmissionDecision
 from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome
-from memory_kernel.storage.tables import decisions, facts, memory_events, turns
+from memory_kernel.storage.tables import decisions, episodes, facts, memory_events, turns
+from memory_kernel.testing import FrozenClock
 from tests.erasure.conftest import HeldExtractor, exchange, rows
 
 AGENT = "agent-e"
@@ -42,11 +44,14 @@ async def _fact_ids(kernel: MemoryKernel, agent: str = AGENT) -> dict[str, uuid.
         return {r.content: r.id for r in found}
 
 
-async def _turn_id(kernel: MemoryKernel, content: str) -> uuid.UUID:
+async def _turn_id(kernel: MemoryKernel, content: str, *, session: str = "s1") -> uuid.UUID:
     async with kernel.database.connection() as conn:
         found = await conn.scalar(
-            select(turns.c.id).where(turns.c.agent_id == AGENT, turns.c.content == content)
-        )
+            select(turns.c.id).where(
+                turns.c.agent_id == AGENT, turns.c.content == content,
+                turns.c.session_id == session,
+            )
+        )  # fmt: skip
     assert isinstance(found, uuid.UUID), content
     return found
 
@@ -136,37 +141,89 @@ async def test_bad_input_is_a_validation_error(
     assert (await kernel.heart.facts.get(kept, agent_id=AGENT)).status is FactStatus.ACTIVE
 
 
-async def test_a_turn_goes_with_its_extracted_facts_and_its_episode(
+async def _vector_of(kernel: MemoryKernel, episode_id: uuid.UUID) -> object:
+    async with kernel.database.connection() as conn:
+        return await conn.scalar(
+            select(episodes.c.embedding).where(
+                episodes.c.agent_id == AGENT, episodes.c.id == episode_id
+            )
+        )
+
+
+async def test_a_turn_goes_with_its_extracted_facts_and_its_episode_is_made_again(
     ekernel: MemoryKernel,
 ) -> None:
-    await exchange(ekernel, AGENT, "My city is Paris.", "Paris is lovely.")
-    kept, _ = await exchange(ekernel, AGENT, "Thanks for the tip.", "Any time.")
+    said_first, _ = await exchange(
+        ekernel, AGENT, "My city is Paris and my passport number is X1234567.",
+        "Paris is lovely in the spring.",
+    )  # fmt: skip
+    await exchange(ekernel, AGENT, "The garden needs new tulip bulbs for the border.", "Any time.")
     await exchange(ekernel, AGENT, "My dog is Rex.", session="s2")
     await ekernel.extract_pending(AGENT)
-    assert set(await _fact_ids(ekernel)) == {"The user's city is Paris.", "The user's dog is Rex."}
-    await ekernel.end_session(AGENT, "s1")
-    said = await _turn_id(ekernel, "My city is Paris.")
+    assert "The user's dog is Rex." in set(await _fact_ids(ekernel))
+    (ended,) = await ekernel.end_session(AGENT, "s1")
+    assert "X1234567" in ended.episode.summary
+    said = await _turn_id(ekernel, "My city is Paris and my passport number is X1234567.")
 
     report = await ekernel.forget(AGENT, [said])
 
-    assert (report.turns, report.facts, report.episodes) == (1, 1, 1)
-    assert set(await _fact_ids(ekernel)) == {"The user's dog is Rex."}
-    hits = await ekernel.search_memory(AGENT, "city Paris", search_type="all", limit=20)
-    assert all("My city is Paris" not in h.text for h in hits)
-    # The session's other turns stay, no longer in an episode that is gone.
+    assert (report.turns, report.episodes, report.remade) == (1, 0, 1)
+    assert all("X1234567" not in f for f in await _fact_ids(ekernel))
+    assert "The user's dog is Rex." in set(await _fact_ids(ekernel))
+    # The episode stays, summarised again from the turns it still has, with a new vector.
+    episode = await ekernel.heart.episodes.get(said_first.turn.episode_id, agent_id=AGENT)
+    assert "X1234567" not in episode.summary and "tulip" in episode.summary
+    assert episode.status is ended.episode.status
+    assert episode.admission is ended.episode.admission
+    assert await _vector_of(ekernel, episode.id) is not None
+    hits = await ekernel.search_memory(AGENT, "passport number", search_type="all", limit=20)
+    assert all("X1234567" not in h.text for h in hits)
+    assert "X1234567" not in await _exported(ekernel)
     async with ekernel.database.connection() as conn:
-        left = (
-            await conn.execute(
-                select(turns.c.content, turns.c.episode_id).where(
+        left = set(
+            await conn.scalars(
+                select(turns.c.episode_id).where(
                     turns.c.agent_id == AGENT, turns.c.session_id == "s1"
                 )
             )
-        ).all()
-    assert {(r.content, r.episode_id) for r in left} == {
-        ("Paris is lovely.", None), ("Thanks for the tip.", None), ("Any time.", None)
-    }  # fmt: skip
+        )
+    assert left == {episode.id}  # the session's other turns stay in it
+
+
+async def test_an_ended_episode_with_no_turn_left_is_erased(ekernel: MemoryKernel) -> None:
+    first, _ = await exchange(ekernel, AGENT, "My pin is 2580.", "Got it.")
+    await ekernel.end_session(AGENT, "s1")
+    said = [await _turn_id(ekernel, t) for t in ("My pin is 2580.", "Got it.")]
+
+    report = await ekernel.forget(AGENT, said)
+
+    assert (report.turns, report.episodes, report.remade) == (2, 1, 0)
     with pytest.raises(NotFoundError):
-        await ekernel.heart.episodes.get(kept.turn.episode_id, agent_id=AGENT)
+        await ekernel.heart.episodes.get(first.turn.episode_id, agent_id=AGENT)
+
+
+async def test_the_episodes_merged_with_one_made_again_stay_as_they_are(
+    ekernel: MemoryKernel, clock: FrozenClock
+) -> None:
+    talk = (
+        "We moved the weekly sync of the platform team to Thursdays at ten.",
+        "The platform team's weekly sync is now on Thursdays at ten.",
+    )
+    ends = []
+    for session in ("s1", "s2"):  # both succeeded, each with its own reference: MERGE
+        ctx, _ = await exchange(ekernel, AGENT, *talk, session=session)
+        ended = await ekernel.heart.episodes.end(
+            ctx.turn.episode_id, agent_id=AGENT, outcome="success", references=[session]
+        )
+        ends.append(ended)
+        clock.advance(hours=2)
+    assert ends[1].decision is AdmissionDecision.MERGE
+    other = await ekernel.heart.episodes.get(ends[0].episode.id, agent_id=AGENT)
+
+    report = await ekernel.forget(AGENT, [await _turn_id(ekernel, talk[0], session="s2")])
+
+    assert (report.episodes, report.remade) == (0, 1)
+    assert await ekernel.heart.episodes.get(ends[0].episode.id, agent_id=AGENT) == other
 
 
 async def _exported(kernel: MemoryKernel) -> str:
@@ -197,7 +254,7 @@ async def test_a_turn_of_the_ongoing_session_is_forgotten_and_the_session_goes_o
     assert "curry" in ended.episode.summary
     await ekernel.extract_pending(AGENT)
     assert await _fact_ids(ekernel) == {}
-    assert "2580" not in await _exported(ekernel)
+    assert "pin is 2580" not in await _exported(ekernel)
 
 
 async def test_an_ongoing_episode_left_without_turns_is_abandoned_at_its_end(
@@ -211,7 +268,7 @@ async def test_an_ongoing_episode_left_without_turns_is_abandoned_at_its_end(
     episode = await ekernel.heart.episodes.get(first.turn.episode_id, agent_id=AGENT)
     assert episode.summary == ERASED_SUMMARY
     assert await ekernel.end_session(AGENT, "s1") == []  # nothing left to remember
-    assert "2580" not in await _exported(ekernel)
+    assert "pin is 2580" not in await _exported(ekernel)
 
 
 async def test_the_episode_named_goes_even_while_ongoing(ekernel: MemoryKernel) -> None:

@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memory_kernel.config import MemoryKernelConfig, StorageConfig
+from memory_kernel.cli_common import kernel_opened
+from memory_kernel.config import StorageConfig
 from memory_kernel.models.consolidation import (
     AgentRunStatus,
     ConsolidationAction,
@@ -36,20 +37,12 @@ async def run_consolidate(
     concurrency: int,
     embedder: str,
 ) -> ConsolidationReport:
-    from memory_kernel.eval.embedders import embedder_from_name
-    from memory_kernel.kernel import MemoryKernel
-
-    # A one-off process: no background queue worker; consolidation drains the queue itself.
-    config = MemoryKernelConfig.from_mapping(
-        {"storage": storage.model_dump(), "consolidation": {"embed_worker": False}}
-    )
     columns = (
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
         TextColumn("{task.completed}/{task.total} agents"), TimeElapsedColumn(),
     )  # fmt: skip
-    async with MemoryKernel.open(
-        dsn, config=config, data_dir=data_dir, embedder=embedder_from_name(embedder)
-    ) as kernel:
+    # A one-off process: consolidation drains the extraction queue itself.
+    async with kernel_opened(dsn, data_dir, storage, embedder) as kernel:
         with Progress(*columns, console=console, transient=True) as bar:
             task = bar.add_task("consolidating", total=None)
             finished: set[str] = set()

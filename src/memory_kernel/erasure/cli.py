@@ -12,16 +12,19 @@ from memory_kernel.cli_common import (
     DataDirOption,
     DsnOption,
     SchemaOption,
+    StoreEmbedderOption,
     console,
-    opened,
+    kernel_opened,
     run_command,
+    storage_config,
 )
-from memory_kernel.erasure.service import ErasureService
 from memory_kernel.models.erasure import ErasureReport
 
 __all__ = ["erase"]
 
-_SHOWN = ("facts", "episodes", "turns", "decisions", "events", "bookkeeping", "partitions")
+_SHOWN = (
+    "facts", "episodes", "remade", "turns", "decisions", "events", "bookkeeping", "partitions",
+)  # fmt: skip
 
 
 def erase(
@@ -41,8 +44,10 @@ def erase(
     dsn: DsnOption = None,
     data_dir: DataDirOption = None,
     schema: SchemaOption = "memory_kernel",
+    embedder: StoreEmbedderOption = "hybrid",
 ) -> None:
-    """Erase memories for good, with what derives from them (docs/privacy.md)."""
+    """Erase memories for good, with what derives from them (docs/privacy.md). The episode
+    of an erased turn gets its summary made again, embedded with ``--embedder``."""
     if sum((bool(memory), session is not None, everything)) != 1:
         console.print(
             "[bold red]error:[/] give exactly one of --memory ID…, --session S or --everything"
@@ -56,15 +61,14 @@ def erase(
         raise typer.Exit(code=1)
 
     async def run() -> None:
-        async with opened(dsn, data_dir, schema) as database:
-            service = ErasureService(database)
+        async with kernel_opened(dsn, data_dir, storage_config(schema), embedder) as kernel:
             report: ErasureReport
             if memory:
-                report = await service.forget(agent, memory)
+                report = await kernel.forget(agent, memory)
             elif session is not None:
-                report = await service.forget_session(agent, session)
+                report = await kernel.forget_session(agent, session)
             else:
-                report = await service.erase_agent(agent)
+                report = await kernel.erase_agent(agent)
         table = Table(title=f"erased from agent {agent}")
         for name in _SHOWN:
             table.add_row(name, str(getattr(report, name)))

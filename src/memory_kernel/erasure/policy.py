@@ -5,12 +5,13 @@ near:
 
 - a fact: its earlier versions (the facts it superseded, the duplicates merged into it),
   however far back; a newer version that replaced it stays (it says something else);
-- a turn: the facts extracted from it and, once ended, the episode it belonged to (the
-  episode's summary was made from its turns and may quote it); the session's other turns
-  stay. An ongoing episode stays, so the conversation goes on (a ``post_turn`` of a turn
-  already begun records into it): its summary, the first message's when it started, is
-  made again from the first turn it still has (:func:`restarted_summary`), and its end
-  summarises the turns it then has;
+- a turn: the facts extracted from it; the session's other turns stay. The episode it
+  belonged to stays too, its summary (made from its turns, so it may quote the erased one)
+  made again from the turns it still has (:func:`remade_summary`): an episode's summary is
+  made from its own turns only (a MERGE or a REPLACE keeps each one's), so the episodes
+  merged into it or replaced by it stay as they are. An ongoing episode goes on (a
+  ``post_turn`` of a turn already begun records into it); an ended one with no turn left
+  is erased as if named;
 - an episode: its earlier versions (the episodes merged into it or that it replaced); its
   turns stay (they are what was said, the episode only summarised them);
 - a decision: itself. A turn takes the decision of its exchange whose text came from it:
@@ -27,13 +28,14 @@ it; what stays stops pointing at what went.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memory_kernel.cognitive.draft import summarise_message
 from memory_kernel.errors import NotFoundError, ValidationError
+from memory_kernel.heart.episodes.summary import SummaryTurn, summarise_turns
 
-__all__ = ["ERASED_SUMMARY", "MAX_IDS", "Seeds", "checked_ids", "restarted_summary", "seeds"]
+__all__ = ["ERASED_SUMMARY", "MAX_IDS", "Seeds", "checked_ids", "remade_summary", "seeds"]
 
 #: Ids one ``forget`` call may name (a larger erasure is several calls, or ``erase_agent``).
 MAX_IDS = 1000
@@ -93,8 +95,12 @@ def seeds(ids: frozenset[uuid.UUID], kinds: Mapping[uuid.UUID, str]) -> Seeds:
     )
 
 
-def restarted_summary(first_left: str | None) -> str:
-    """An ongoing episode's summary once a turn of it is erased: made as ``pre_turn`` made
-    it, from the first turn it still has (``first_left``, a user's before a reply), or
-    ``ERASED_SUMMARY`` when none is left (an end with no new turn then abandons it)."""
-    return ERASED_SUMMARY if first_left is None else summarise_message(first_left)
+def remade_summary(turns: Sequence[SummaryTurn], *, ongoing: bool, max_chars: int) -> str | None:
+    """The summary of an episode one of whose turns was erased, made again from the ``turns``
+    it still has as its end makes one (extractive, at most ``max_chars``); with none left,
+    ``ERASED_SUMMARY`` for an ongoing episode (an end with no new turn abandons it) and
+    ``None`` for an ended one, which is erased."""
+    if not turns:
+        return ERASED_SUMMARY if ongoing else None
+    first = next((t for t in turns if t.role == "user"), turns[0])
+    return summarise_turns(turns, max_chars=max_chars, fallback=summarise_message(first.content))

@@ -24,6 +24,7 @@ from memory_kernel.heart.facts import store as facts_store
 from memory_kernel.models.erasure import ErasureReport
 from memory_kernel.storage.database import Database
 from memory_kernel.validation import check_agent_id
+from memory_kernel.vectors import Vector
 
 __all__ = ["ErasureService"]
 
@@ -31,15 +32,28 @@ _QUEUE = ("extraction_queue",)
 _REST = tuple(t for t in store.AGENT_TABLES if t not in _QUEUE)
 
 
+#: Embeds texts, ``None`` where there is no vector (``Runtime.embed_or_none``).
+Embed = Callable[[list[str]], Awaitable[list[Vector | None]]]
+
+
 class ErasureService:
     """``kernel.forget``, ``kernel.forget_session``, ``kernel.erase_agent`` and ``memory-kernel
-    erase``. ``erased(agent_id)`` runs after each commit (a kernel's context engine drops
-    its prefetched recalls of the agent)."""
+    erase``. After each commit, ``embed`` gives the episodes whose summary was made again
+    their vector (without it they have none until they end or are remade), and
+    ``erased(agent_id)`` runs (a kernel's context engine drops its prefetched recalls of
+    the agent). ``summary_chars``: ``HeartConfig.episode_summary_chars``."""
 
     def __init__(
-        self, database: Database, *, erased: Callable[[str], Awaitable[None]] | None = None
+        self,
+        database: Database,
+        *,
+        summary_chars: int,
+        embed: Embed | None = None,
+        erased: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._db = database
+        self._summary_chars = summary_chars
+        self._embed = embed
         self._erased = erased
 
     async def forget(self, agent_id: str, memory_ids: Iterable[uuid.UUID | str]) -> ErasureReport:
@@ -50,7 +64,8 @@ class ErasureService:
         async with self._db.transaction() as conn:
             await store.lock_writers(conn, agent)
             named = policy.seeds(ids, await store.kinds_of(conn, agent, ids))
-            report = await self._cascade(conn, agent, named)
+            report, remade = await self._cascade(conn, agent, named)
+        await self._revector(agent, remade)
         await self._after(agent)
         return report
 
@@ -61,7 +76,8 @@ class ErasureService:
         session = check_agent_id(session_id, field="session_id")
         async with self._db.transaction() as conn:
             await store.lock_writers(conn, agent)
-            report = await self._cascade(conn, agent, policy.Seeds(session=session))
+            report, remade = await self._cascade(conn, agent, policy.Seeds(session=session))
+        await self._revector(agent, remade)
         await self._after(agent)
         return report
 
@@ -86,19 +102,32 @@ class ErasureService:
         if self._erased is not None:
             await self._erased(agent)
 
+    async def _revector(self, agent: str, remade: dict[uuid.UUID, str]) -> None:
+        """The vectors of the summaries made again, in a transaction of their own (the
+        embedder is not called while the erasure holds its locks)."""
+        if not remade or self._embed is None:
+            return
+        found = await self._embed(list(remade.values()))
+        vectors = {
+            i: (summary, vector)
+            for (i, summary), vector in zip(remade.items(), found, strict=True)
+            if vector is not None
+        }
+        async with self._db.transaction() as conn:
+            await store.set_vectors(conn, agent, vectors)
+
     async def _cascade(
         self, conn: AsyncConnection, agent: str, named: policy.Seeds
-    ) -> ErasureReport:
+    ) -> tuple[ErasureReport, dict[uuid.UUID, str]]:
+        """Erase what ``named`` names and what derives from it; returns the report and the
+        episodes whose summary was made again (their new summaries)."""
         erased = await store.delete_turns(conn, agent, named.turns, named.session)
         turns = erased.ids
         queued = await store.delete_queue(conn, agent, turns)
         await facts_store.lock_agents(conn, [agent])
-        episodes = await store.delete_episodes(
-            conn, agent, named.episodes, named.session, of_turns=erased.episodes
-        )
-        ongoing = await store.ongoing_firsts(conn, agent, erased.episodes - episodes)
-        for episode, first in ongoing.items():
-            await store.restart_episode(conn, agent, episode, policy.restarted_summary(first))
+        episodes = await store.delete_episodes(conn, agent, named.episodes, named.session)
+        remade, emptied = await self._remake(conn, agent, erased.episodes - episodes)
+        episodes |= await store.delete_episodes(conn, agent, emptied, None)
         facts = await store.delete_facts(
             conn, agent, named.facts, from_turns=turns,
             # Remembered in a session's episodes: theirs only when the whole session goes.
@@ -111,7 +140,27 @@ class ErasureService:
         await store.untie(conn, agent, gone - turns)
         events = await store.delete_events(conn, agent, gone)
         results = await store.delete_results(conn, agent, gone - turns)
-        return ErasureReport(
+        report = ErasureReport(
             agent_id=agent, facts=len(facts), episodes=len(episodes), turns=len(turns),
             decisions=len(decisions), events=events, bookkeeping=queued + results,
+            remade=len(remade),
         )  # fmt: skip
+        return report, remade
+
+    async def _remake(
+        self, conn: AsyncConnection, agent: str, ids: set[uuid.UUID]
+    ) -> tuple[dict[uuid.UUID, str], set[uuid.UUID]]:
+        """The episodes ``ids`` lost turns: each gets a summary made again from the turns it
+        still has; returns those new summaries, and the ended episodes left with no turn."""
+        remade: dict[uuid.UUID, str] = {}
+        emptied: set[uuid.UUID] = set()
+        for kept in await store.kept_episodes(conn, agent, ids):
+            summary = policy.remade_summary(
+                kept.turns, ongoing=kept.ongoing, max_chars=self._summary_chars
+            )
+            if summary is None:
+                emptied.add(kept.id)
+                continue
+            await store.remake_summary(conn, agent, kept.id, summary)
+            remade[kept.id] = summary
+        return remade, emptied

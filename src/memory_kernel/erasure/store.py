@@ -8,21 +8,24 @@ pruning, invariant 1). The service decides the order and holds the locks.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import Text, TextClause, bindparam, text
+from sqlalchemy import Text, TextClause, bindparam, text, update
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.heart.episodes.summary import SummaryTurn
 from memory_kernel.storage import locks
 from memory_kernel.storage.partitions import partition_name
-from memory_kernel.storage.tables import PARTITIONED_TABLES, agent_partitions
+from memory_kernel.storage.tables import PARTITIONED_TABLES, agent_partitions, episodes
+from memory_kernel.vectors import Vector
 
 __all__ = [
-    "AGENT_TABLES", "ErasedTurns", "delete_agent_rows", "delete_decisions", "delete_episodes",
-    "delete_events", "delete_facts", "delete_queue", "delete_results", "delete_turns",
-    "drop_partitions", "kinds_of", "lock_writers", "ongoing_firsts", "restart_episode", "untie",
+    "AGENT_TABLES", "ErasedTurns", "Kept", "delete_agent_rows", "delete_decisions",
+    "delete_episodes", "delete_events", "delete_facts", "delete_queue", "delete_results",
+    "delete_turns", "drop_partitions", "kept_episodes", "kinds_of", "lock_writers",
+    "remake_summary", "set_vectors", "untie",
 ]  # fmt: skip
 
 _IDS = ARRAY(UUID(as_uuid=True))
@@ -124,19 +127,15 @@ async def delete_queue(
 
 
 # An episode's earlier versions: those merged into it and those it replaced, transitively.
-# The episode of an erased turn goes only once it has ended (its summary was made from its
-# turns); an ongoing one stays, restarted (``restart_ongoing``).
 _EPISODES = _sql(
     "WITH RECURSIVE gone(id) AS ("
     " SELECT id FROM episodes WHERE agent_id = :agent"
-    "  AND (id = ANY(:ids) OR session_id = CAST(:session AS text)"
-    "   OR (id = ANY(:of_turns) AND status <> 'ongoing'))"
+    "  AND (id = ANY(:ids) OR session_id = CAST(:session AS text))"
     " UNION SELECT e.id FROM episodes e JOIN gone g"
     "  ON e.canonical_id = g.id OR e.superseded_by = g.id WHERE e.agent_id = :agent)"
     " DELETE FROM episodes WHERE agent_id = :agent AND id IN (SELECT id FROM gone)"
     " RETURNING id",
     "ids",
-    "of_turns",
     texts=("session",),
 )
 
@@ -149,54 +148,72 @@ async def _deleted(
 
 
 async def delete_episodes(
-    conn: AsyncConnection,
-    agent_id: str,
-    ids: Collection[uuid.UUID],
-    session_id: str | None,
-    *,
-    of_turns: Collection[uuid.UUID] = (),
+    conn: AsyncConnection, agent_id: str, ids: Collection[uuid.UUID], session_id: str | None
 ) -> set[uuid.UUID]:
-    """Delete the episodes ``ids``, those of ``session_id`` and the ended ones of ``of_turns``
-    (the episodes of erased turns), with their earlier versions."""
-    return await _deleted(
-        conn, _EPISODES, agent=agent_id, ids=list(ids), session=session_id,
-        of_turns=list(of_turns),
-    )  # fmt: skip
+    """Delete the episodes ``ids`` and those of ``session_id``, with their earlier versions."""
+    return await _deleted(conn, _EPISODES, agent=agent_id, ids=list(ids), session=session_id)
 
 
-# The ongoing ones among ``ids``, each with the first turn it still has (a user's first).
-_ONGOING = _sql(
-    "SELECT e.id, (SELECT t.content FROM turns t"
-    "  WHERE t.agent_id = :agent AND t.episode_id = e.id"
-    "  ORDER BY t.role <> 'user', t.created_at, t.id LIMIT 1) AS first"
-    " FROM episodes e WHERE e.agent_id = :agent AND e.id = ANY(:ids) AND e.status = 'ongoing'",
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """An episode of erased turns, and the turns it still has (in the order they were said)."""
+
+    id: uuid.UUID
+    ongoing: bool
+    turns: list[SummaryTurn]
+
+
+_KEPT = _sql(
+    "SELECT e.id, e.status = 'ongoing' AS ongoing, t.role, t.content, t.created_at"
+    " FROM episodes e LEFT JOIN turns t ON t.agent_id = :agent AND t.episode_id = e.id"
+    " WHERE e.agent_id = :agent AND e.id = ANY(:ids)"
+    " ORDER BY e.id, t.created_at, t.seq, t.id",
     "ids",
 )
-# A restarted episode's vector is made again when it ends, from its final summary.
-_RESTART = _sql(
+
+
+async def kept_episodes(
+    conn: AsyncConnection, agent_id: str, ids: Collection[uuid.UUID]
+) -> list[Kept]:
+    """The episodes ``ids`` (those still there), each with the turns it still has."""
+    if not ids:
+        return []
+    found: dict[uuid.UUID, Kept] = {}
+    for r in await conn.execute(_KEPT, {"agent": agent_id, "ids": list(ids)}):
+        kept = found.setdefault(r.id, Kept(r.id, r.ongoing, []))
+        if r.content is not None:
+            kept.turns.append(SummaryTurn(r.role, r.content, r.created_at))
+    return list(found.values())
+
+
+# Its vector is made again after the commit (``set_vectors``), or when it ends.
+_REMAKE = _sql(
     "UPDATE episodes SET summary = :summary, embedding = NULL, updated_at = now()"
     " WHERE agent_id = :agent AND id = :id",
     texts=("summary",),
 ).bindparams(bindparam("id", type_=UUID(as_uuid=True)))
 
 
-async def ongoing_firsts(
-    conn: AsyncConnection, agent_id: str, ids: Collection[uuid.UUID]
-) -> dict[uuid.UUID, str | None]:
-    """The ongoing episodes among ``ids``, each with the content of the first turn it still
-    has, a user's before a reply (``None``: it has none left)."""
-    if not ids:
-        return {}
-    rows = await conn.execute(_ONGOING, {"agent": agent_id, "ids": list(ids)})
-    return {r.id: r.first for r in rows}
-
-
-async def restart_episode(
+async def remake_summary(
     conn: AsyncConnection, agent_id: str, episode_id: uuid.UUID, summary: str
 ) -> None:
-    """Give the ongoing episode ``summary`` in place of the one it started with, and no
-    vector."""
-    await conn.execute(_RESTART, {"agent": agent_id, "id": episode_id, "summary": summary})
+    """Give the episode ``summary`` in place of the one it had, and no vector."""
+    await conn.execute(_REMAKE, {"agent": agent_id, "id": episode_id, "summary": summary})
+
+
+async def set_vectors(
+    conn: AsyncConnection, agent_id: str, vectors: Mapping[uuid.UUID, tuple[str, Vector]]
+) -> None:
+    """The vector of each remade episode's summary, unless its summary changed meanwhile."""
+    for episode_id, (summary, vector) in vectors.items():
+        await conn.execute(
+            update(episodes)
+            .where(
+                episodes.c.agent_id == agent_id, episodes.c.id == episode_id,
+                episodes.c.summary == summary, episodes.c.embedding.is_(None),
+            )
+            .values(embedding=vector)
+        )  # fmt: skip
 
 
 # A fact's earlier versions: those it superseded and the duplicates merged into it,

@@ -12,7 +12,8 @@ class ErasureReport(OutputModel):
 
     ``events``: audit rows about the erased memories; ``bookkeeping``: the turns' extraction
     queue rows and recorded ``post_turn`` results that named them; ``partitions``: the
-    agent's own partitions dropped (``erase_agent`` only)."""
+    agent's own partitions dropped (``erase_agent`` only); ``remade``: the episodes kept
+    whose summary was made again without the erased turns (``forget`` of a turn)."""
 
     agent_id: str
     facts: int = 0
@@ -22,6 +23,7 @@ class ErasureReport(OutputModel):
     events: int = 0
     bookkeeping: int = 0
     partitions: int = 0
+    remade: int = 0
 
     @property
     def memories(self) -> int:
