@@ -111,7 +111,8 @@ def memory_server(kernel: MemoryKernel, agent_id: str, *, forget: bool = False) 
             report = await _typed(lambda: kernel.forget(agent_id, memory_ids))
             return (
                 f"erased {report.facts} fact(s), {report.episodes} episode(s), "
-                f"{report.turns} turn(s), {report.decisions} decision(s)"
+                f"{report.turns} turn(s), {report.decisions} decision(s); "
+                f"the summaries of {report.remade} episode(s) made again without them"
             )
 
     return server
