@@ -1,5 +1,6 @@
 """Latency of erasure in a large agent: ``forget`` of one fact, of one turn, of a session,
-and ``erase_agent`` in the shared partition and in partitions of its own.
+and ``erase_agent`` in the shared partition and in partitions of its own; and the time to
+export the whole agent and import it as another (``import_agent``, vectors made again).
 
 Seeds one agent with ``--facts`` facts in chains of supersession (every tenth subject has
 three versions) and ``--sessions`` conversations of ten exchanges through the hooks, and a
@@ -73,6 +74,20 @@ async def _ids(kernel: MemoryKernel, table: str, agent: str, n: int) -> list[uui
     return found[::5][:n]
 
 
+async def _move(kernel: MemoryKernel, agent: str) -> None:
+    """Export ``agent`` whole and import it as another agent, timed; the copy is erased."""
+    start = time.perf_counter()
+    records = [r async for r in kernel.export_agent(agent)]
+    exported = time.perf_counter() - start
+    start = time.perf_counter()
+    report = await kernel.import_agent(records, agent_id="bench-copy")
+    imported = time.perf_counter() - start
+    print(f"{'export the whole agent':38s} {exported:8.2f} s   ({len(records)} rows)")
+    print(f"{'import it as another agent':38s} {imported:8.2f} s   "
+          f"({len(records) / imported:,.0f} rows/s, {report.embedded} embedded)")  # fmt: skip
+    await kernel.erase_agent("bench-copy")
+
+
 async def main(dsn: str | None, n_facts: int, sessions: int, ops: int) -> None:
     with tempfile.TemporaryDirectory(prefix="mk-bench-erasure-") as tmp:
         config = MemoryKernelConfig.from_mapping(
@@ -108,6 +123,7 @@ async def main(dsn: str | None, n_facts: int, sessions: int, ops: int) -> None:
                 p50, p99 = await _timed(calls)
                 reference = reference or p50
                 print(f"{name:38s} p50 {p50:8.1f} ms  p99 {p99:8.1f} ms  x{p50 / reference:5.1f}")
+            await _move(kernel, a)
             start = time.perf_counter()
             report = await kernel.erase_agent(a)
             took = (time.perf_counter() - start) * 1000

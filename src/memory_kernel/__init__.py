@@ -143,6 +143,7 @@ from memory_kernel.models.facts import (
     LearnAction,
     LearnOutcome,
 )
+from memory_kernel.models.imports import ImportReport
 from memory_kernel.models.turns import (
     Frame,
     SkipReason,
@@ -248,6 +249,7 @@ __all__ = [
     "HashingEmbedder",
     "HeartConfig",
     "HybridEmbedder",
+    "ImportReport",
     "InclusionReport",
     "InvalidVectorError",
     "Judge",

@@ -25,6 +25,7 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.erasure.cli import erase
 from memory_kernel.errors import MemoryKernelError
 from memory_kernel.export.cli import export
+from memory_kernel.restore.cli import import_
 from memory_kernel.storage.database import ServerInfo
 from memory_kernel.storage.embedded import default_data_dir
 from memory_kernel.storage.url import redact_dsn
@@ -204,6 +205,7 @@ def inspect_(
 
 app.command()(erase)
 app.command()(export)
+app.command(name="import")(import_)
 
 
 @app.command("mcp")

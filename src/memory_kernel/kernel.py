@@ -30,6 +30,7 @@ from memory_kernel.models.decisions import GateStats
 from memory_kernel.models.episodes import EpisodeEnd
 from memory_kernel.models.erasure import ErasureReport
 from memory_kernel.models.extraction import ExtractionReport
+from memory_kernel.models.imports import ImportReport
 from memory_kernel.models.turns import TurnContext, TurnHandle, TurnInput, TurnOutcome, TurnResult
 from memory_kernel.protocols import (
     CheckedClock,
@@ -39,6 +40,7 @@ from memory_kernel.protocols import (
     FactExtractor,
     SystemClock,
 )
+from memory_kernel.restore.service import Records, import_agent
 from memory_kernel.runtime import Runtime
 from memory_kernel.storage.database import Database, ServerInfo
 from memory_kernel.storage.embedded import EmbeddedServer
@@ -213,6 +215,12 @@ class MemoryKernel:
         of its facts (every version), episodes, decisions, turns and audit trail, JSON-ready
         (``memory-kernel export``; docs/privacy.md). Consume it to the end or close it."""
         return export_agent(self._db, agent_id, vectors=vectors)
+
+    async def import_agent(self, records: Records, *, agent_id: str | None = None) -> ImportReport:
+        """Write one agent's export (``export_agent``'s records, or its JSON Lines parsed)
+        into this store, as ``agent_id`` when given: an agent with no memories yet. One
+        transaction; each vector made again by this kernel's embedder (docs/privacy.md)."""
+        return await import_agent(self._db, self._runtime.embed, records, agent_id=agent_id)
 
     def tool_schemas(self, *, forget: bool = False) -> list[dict[str, Any]]:
         """JSON function schemas (common tool-calling shape) for the agent's memory tools;

@@ -257,10 +257,21 @@ async def test_bookkeeping_and_inspection(fuzz_kernel: MemoryKernel, f: dict[str
     await attempt(fuzz_kernel, "inspect", lambda: fuzz_kernel.inspect(agent, limit=f["limit"]))
 
 
+_RECORD = st.fixed_dictionaries({
+    "table": st.sampled_from(["facts", "turns", "decisions", "episodes"]),
+    "row": st.dictionaries(
+        st.sampled_from(["agent_id", "id", "content", "role", "created_at", "status"]), s.junk,
+        max_size=6,
+    ),
+})  # fmt: skip
+
+
 @given(f=s.fields(agent=AGENT, session=AGENT,
                   ids=(st.lists(st.uuids(), min_size=1, max_size=3),
-                       st.one_of(s.junk, st.lists(s.ids, max_size=3)))))  # fmt: skip
-async def test_erasure_and_export(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
+                       st.one_of(s.junk, st.lists(s.ids, max_size=3))),
+                  records=(st.lists(_RECORD, min_size=1, max_size=3),
+                           st.one_of(s.junk, st.lists(s.junk, max_size=3)))))  # fmt: skip
+async def test_erasure_export_and_import(fuzz_kernel: MemoryKernel, f: dict[str, Any]) -> None:
     agent = f["agent"]
     await attempt(fuzz_kernel, "forget", lambda: fuzz_kernel.forget(agent, f["ids"]))
     await attempt(
@@ -268,6 +279,9 @@ async def test_erasure_and_export(fuzz_kernel: MemoryKernel, f: dict[str, Any]) 
     )
     await attempt(fuzz_kernel, "erase_agent", lambda: fuzz_kernel.erase_agent(agent))
     await attempt(fuzz_kernel, "export_agent", lambda: _drained(fuzz_kernel.export_agent(agent)))
+    await attempt(
+        fuzz_kernel, "import_agent", lambda: fuzz_kernel.import_agent(f["records"], agent_id=agent)
+    )
 
 
 async def _drained(records: AsyncIterator[object]) -> list[object]:

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memory_kernel.erasure import policy, store
 from memory_kernel.heart.facts import store as facts_store
 from memory_kernel.models.erasure import ErasureReport
+from memory_kernel.storage import locks
 from memory_kernel.storage.database import Database
 from memory_kernel.validation import check_agent_id
 from memory_kernel.vectors import Vector
@@ -62,7 +63,7 @@ class ErasureService:
         agent = check_agent_id(agent_id)
         ids = policy.checked_ids(memory_ids)
         async with self._db.transaction() as conn:
-            await store.lock_writers(conn, agent)
+            await locks.lock_agent_writers(conn, agent)
             named = policy.seeds(ids, await store.kinds_of(conn, agent, ids))
             report, remade = await self._cascade(conn, agent, named)
         await self._revector(agent, remade)
@@ -75,7 +76,7 @@ class ErasureService:
         agent = check_agent_id(agent_id)
         session = check_agent_id(session_id, field="session_id")
         async with self._db.transaction() as conn:
-            await store.lock_writers(conn, agent)
+            await locks.lock_agent_writers(conn, agent)
             report, remade = await self._cascade(conn, agent, policy.Seeds(session=session))
         await self._revector(agent, remade)
         await self._after(agent)
@@ -85,7 +86,7 @@ class ErasureService:
         """Erase every row the agent has, and its own partitions."""
         agent = check_agent_id(agent_id)
         async with self._db.transaction() as conn:
-            await store.lock_writers(conn, agent)
+            await locks.lock_agent_writers(conn, agent)
             counts = await store.delete_agent_rows(conn, agent, _QUEUE)
             await facts_store.lock_agents(conn, [agent])
             counts |= await store.delete_agent_rows(conn, agent, _REST)

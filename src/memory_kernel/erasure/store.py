@@ -24,8 +24,8 @@ from memory_kernel.vectors import Vector
 __all__ = [
     "AGENT_TABLES", "ErasedTurns", "Kept", "delete_agent_rows", "delete_decisions",
     "delete_episodes", "delete_events", "delete_facts", "delete_queue", "delete_results",
-    "delete_turns", "drop_partitions", "kept_episodes", "kinds_of", "lock_writers",
-    "remake_summary", "set_vectors", "untie",
+    "delete_turns", "drop_partitions", "kept_episodes", "kinds_of", "remake_summary",
+    "set_vectors", "untie",
 ]  # fmt: skip
 
 _IDS = ARRAY(UUID(as_uuid=True))
@@ -34,9 +34,6 @@ AGENT_TABLES = (
     "facts", "episodes", "decisions", "turns", "memory_events", "turn_results",
     "extraction_queue",
 )  # fmt: skip
-#: The writers an erasure must not interleave with, in the one order every erasure takes
-#: them (a running consolidation is waited for; episode ends and starts come after).
-_WRITER_SCOPES = ("mk-consolidate", "mk-episode-admit", "mk-episode-start")
 
 
 def _sql(statement: str, *arrays: str, texts: tuple[str, ...] = ()) -> TextClause:
@@ -46,13 +43,6 @@ def _sql(statement: str, *arrays: str, texts: tuple[str, ...] = ()) -> TextClaus
         *(bindparam(name, type_=_IDS) for name in arrays),
         *(bindparam(name, type_=Text) for name in texts),
     )
-
-
-async def lock_writers(conn: AsyncConnection, agent_id: str) -> None:
-    """Wait for the agent's running consolidation, episode end and start, and keep them out
-    until the transaction ends (a consolidation that starts meanwhile skips the agent)."""
-    for scope in _WRITER_SCOPES:
-        await locks.lock(conn, scope, agent_id)
 
 
 _KINDS = _sql(

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from sqlalchemy import BigInteger, bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["lock", "lock_many", "lock_number", "try_lock", "unlock"]
+__all__ = ["lock", "lock_agent_writers", "lock_many", "lock_number", "try_lock", "unlock"]
 
 _XACT = text("SELECT pg_advisory_xact_lock(:key)").bindparams(bindparam("key", type_=BigInteger))
 # In the order given (WITH ORDINALITY): callers sort, so two writers never deadlock.
@@ -56,3 +56,16 @@ async def try_lock(conn: AsyncConnection, scope: str, *key: str) -> bool:
 
 async def unlock(conn: AsyncConnection, scope: str, *key: str) -> None:
     await conn.execute(_UNLOCK, {"key": lock_number(scope, *key)})
+
+
+#: The agent's writers a whole-agent operation (erasure, import) must not interleave with,
+#: in the one order every such operation takes them: a running consolidation is waited for
+#: (one that starts meanwhile skips the agent), then episode ends and starts.
+_AGENT_WRITERS = ("mk-consolidate", "mk-episode-admit", "mk-episode-start")
+
+
+async def lock_agent_writers(conn: AsyncConnection, agent_id: str) -> None:
+    """Wait for the agent's running consolidation, episode end and start, and keep them out
+    until the transaction ends."""
+    for scope in _AGENT_WRITERS:
+        await lock(conn, scope, agent_id)
