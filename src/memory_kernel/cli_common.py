@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from memory_kernel.config import MemoryKernelConfig, StorageConfig
 from memory_kernel.errors import MemoryKernelError
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DataDirOption", "DsnOption", "SchemaOption", "StoreEmbedderOption", "console", "fail",
-    "kernel_opened", "opened", "run_command", "storage_config",
+    "kernel_opened", "opened", "print_counts", "run_command", "storage_config",
 ]  # fmt: skip
 
 console = Console()
@@ -59,6 +60,14 @@ def run_command(coroutine: Coroutine[Any, Any, None]) -> None:
         asyncio.run(coroutine)
     except MemoryKernelError as exc:
         raise fail(exc) from exc
+
+
+def print_counts(title: str, report: object, names: tuple[str, ...]) -> None:
+    """A table of ``report``'s counts ``names`` (an erasure's, an import's)."""
+    table = Table(title=title)
+    for name in names:
+        table.add_row(name, str(getattr(report, name)))
+    console.print(table)
 
 
 StoreEmbedderOption = Annotated[

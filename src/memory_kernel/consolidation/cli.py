@@ -41,7 +41,7 @@ async def run_consolidate(
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
         TextColumn("{task.completed}/{task.total} agents"), TimeElapsedColumn(),
     )  # fmt: skip
-    # A one-off process: consolidation drains the extraction queue itself.
+    # A one-off process: consolidation drains the embedding queue itself.
     async with kernel_opened(dsn, data_dir, storage, embedder) as kernel:
         with Progress(*columns, console=console, transient=True) as bar:
             task = bar.add_task("consolidating", total=None)

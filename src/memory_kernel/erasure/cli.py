@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from memory_kernel.cli_common import (
     DataDirOption,
@@ -15,6 +14,7 @@ from memory_kernel.cli_common import (
     StoreEmbedderOption,
     console,
     kernel_opened,
+    print_counts,
     run_command,
     storage_config,
 )
@@ -69,9 +69,6 @@ def erase(
                 report = await kernel.forget_session(agent, session)
             else:
                 report = await kernel.erase_agent(agent)
-        table = Table(title=f"erased from agent {agent}")
-        for name in _SHOWN:
-            table.add_row(name, str(getattr(report, name)))
-        console.print(table)
+        print_counts(f"erased from agent {agent}", report, _SHOWN)
 
     run_command(run())

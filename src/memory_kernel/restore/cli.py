@@ -8,15 +8,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from memory_kernel.cli_common import (
     DataDirOption,
     DsnOption,
     SchemaOption,
     StoreEmbedderOption,
-    console,
     kernel_opened,
+    print_counts,
     run_command,
     storage_config,
 )
@@ -50,10 +49,7 @@ def import_(
         async with kernel_opened(dsn, data_dir, storage_config(schema), embedder) as kernel:
             with file.open(encoding="utf-8") as lines:
                 report = await kernel.import_agent(_records(lines), agent_id=agent)
-        table = Table(title=f"imported into agent {report.agent_id}")
-        for name in _SHOWN:
-            table.add_row(name, str(getattr(report, name)))
-        console.print(table)
+        print_counts(f"imported into agent {report.agent_id}", report, _SHOWN)
 
     run_command(run())
 

@@ -106,7 +106,7 @@ def _value(column: Column[Any], value: object) -> object:
             raise ValueError("must not be null")
         return None
     kind = column.type
-    if isinstance(kind, ARRAY):
+    if isinstance(kind, ARRAY) and isinstance(kind.item_type, UUID):
         if not isinstance(value, list):
             raise ValueError("must be a list")
         return [_uuid(v) for v in value]

@@ -33,7 +33,7 @@ Records = Iterable[object] | AsyncIterable[object]
 Embed = Callable[[list[str]], Awaitable[FloatMatrix]]
 _BATCH = 500
 # The tables whose new rows wait for a promoted agent's index worker.
-_STAGED = ("facts", "episodes")
+_STAGED = ("facts", "episodes", "turns")
 
 
 async def import_agent(
