@@ -10,11 +10,14 @@ from collections.abc import AsyncIterator, Sequence
 
 import numpy as np
 import pytest
+from sqlalchemy import func, select
 
-from memory_kernel import DecidedBy, FactStatus, MemoryKernel
+from memory_kernel import ConsolidationAction, DecidedBy, FactStatus, MemoryKernel
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput, FactMatch
 from memory_kernel.models.turns import TurnInput, TurnOutcome
+from memory_kernel.storage.tables import decisions, episodes, turns
+from memory_kernel.storage.vector import as_array
 from memory_kernel.testing import FakeEmbedder, FrozenClock, ScriptedJudge
 from memory_kernel.vectors import FloatMatrix
 from tests.conftest import QUIET, schema_config
@@ -110,6 +113,37 @@ async def test_turns_during_an_embedder_outage_record_everything(
     assert result.decision is not None and result.decision.description
     episode = await kernel.heart.episodes.get(ctx.turn.episode_id, agent_id="a")
     assert episode.metadata.get("turns") == 1
+    left_out = await _vectorless(kernel)
+    assert left_out == {"episodes": 1, "turns": 2, "decisions": 1}
+    # Still down at the nightly run: reported, nothing changed; the next run catches up.
+    report = await kernel.consolidate("a")
+    assert "without a vector" in (report.agents[0].error or "")
+    assert await _vectorless(kernel) == left_out
+    _mend(embedder)
+    rehearsed = await kernel.consolidate("a", dry_run=True)
+    assert rehearsed.agents[0].counts[ConsolidationAction.VECTORS_FILLED] == 4
+    assert await _vectorless(kernel) == left_out
+    done = await kernel.consolidate("a")
+    assert done.agents[0].counts[ConsolidationAction.VECTORS_FILLED] == 4
+    assert await _vectorless(kernel) == {"episodes": 0, "turns": 0, "decisions": 0}
+    async with kernel.database.connection() as conn:
+        vector = await conn.scalar(select(turns.c.embedding).where(turns.c.content == DECISION))
+    stored = as_array(vector)
+    assert stored is not None
+    assert np.allclose(stored, (await embedder.embed([DECISION]))[0], atol=1e-6)
+
+
+async def _vectorless(kernel: MemoryKernel) -> dict[str, int]:
+    async with kernel.database.connection() as conn:
+        return {
+            t.name: int(
+                await conn.scalar(
+                    select(func.count()).select_from(t).where(t.c.embedding.is_(None))
+                )
+                or 0
+            )
+            for t in (episodes, turns, decisions)
+        }
 
 
 async def test_a_judge_that_is_down_or_talks_garbage_leaves_the_rule_decision(

@@ -6,7 +6,8 @@ Writes take the agent's fact lock (``mk-facts:<agent>``, the lock ``learn`` take
 transaction, so a learn waits for at most one batch. A dry run runs the same phases on one
 transaction that is rolled back (``Database.rehearse``). The phases live in their own modules:
 ``confidence_phase`` (evidence, decay), ``merge_phase`` (candidates, plan, judge) and
-``write_phase`` (apply, deprecate); this one drains the queue, promotes, and runs them.
+``write_phase`` (apply, deprecate), ``vectors_phase`` (vectors an outage left out); this one
+drains the queue, promotes, and runs them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from memory_kernel.consolidation.apply import Unit
 from memory_kernel.consolidation.confidence_phase import run_confidence
 from memory_kernel.consolidation.context import ProgressCallback, RunContext
 from memory_kernel.consolidation.merge_phase import decide
+from memory_kernel.consolidation.vectors_phase import fill_vectors
 from memory_kernel.consolidation.write_phase import apply_all, deprecate_all
 from memory_kernel.errors import EmbedderError
 from memory_kernel.heart.episodes.service import EpisodeService
@@ -99,6 +101,7 @@ class AgentRun:
 
     async def _phases(self) -> None:
         await self._drain_pending()
+        await fill_vectors(self.ctx)
         if not self.dry_run:  # storage layout only: it changes no count
             await self._promote()
         await self._confidence()

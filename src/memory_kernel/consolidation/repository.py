@@ -17,7 +17,14 @@ from memory_kernel.consolidation.policy import ConfidenceChange, ConfidenceState
 from memory_kernel.models.enums import EpisodeStatus, EventKind, FactStatus
 from memory_kernel.storage import locks
 from memory_kernel.storage.search import SEARCHABLE, knn_sql
-from memory_kernel.storage.tables import episodes, extraction_queue, facts, memory_events
+from memory_kernel.storage.tables import (
+    decisions,
+    episodes,
+    extraction_queue,
+    facts,
+    memory_events,
+    turns,
+)
 
 __all__ = [
     "active_agents",
@@ -25,6 +32,7 @@ __all__ = [
     "deprecate",
     "evidence_pairs",
     "fact_views",
+    "fill_vector",
     "linked_pairs",
     "penalised_pairs",
     "searchable_count",
@@ -32,6 +40,8 @@ __all__ = [
     "stream_vectors",
     "try_lock",
     "unlock",
+    "vectorless",
+    "vectorless_count",
     "write_confidence",
 ]
 
@@ -301,3 +311,51 @@ async def fact_views(
             stmt = stmt.where(facts.c.status == _ACTIVE)
         found.update({r.id: _view(r) for r in await conn.execute(stmt)})
     return found
+
+
+# -- vectors an outage left out --------------------------------------------------------------
+
+#: The memories besides facts that are stored with a vector, and the column it is made of.
+VECTORED = {"episodes": (episodes, "summary"), "turns": (turns, "content"),
+            "decisions": (decisions, "description")}  # fmt: skip
+
+
+def _vectorless(table: str, agent_id: str) -> Any:
+    # A text without a word or a number never gets a vector: it is not asked for again.
+    t, column = VECTORED[table]
+    return (t.c.agent_id == agent_id) & t.c.embedding.is_(None) & t.c[column].op("~")(r"\w")
+
+
+async def vectorless(
+    conn: AsyncConnection, table: str, agent_id: str, *, limit: int
+) -> list[tuple[uuid.UUID, str]]:
+    """Up to ``limit`` rows of ``table`` stored without a vector, oldest first: (id, text)."""
+    t, column = VECTORED[table]
+    stmt = (
+        select(t.c.id, t.c[column])
+        .where(_vectorless(table, agent_id))
+        .order_by(t.c.created_at, t.c.id)
+        .limit(limit)
+    )
+    return [(r[0], r[1]) for r in await conn.execute(stmt)]
+
+
+async def vectorless_count(conn: AsyncConnection, table: str, agent_id: str) -> int:
+    """How many rows of ``table`` :func:`vectorless` would give, all of them."""
+    return int(await conn.scalar(select(func.count()).where(_vectorless(table, agent_id))) or 0)
+
+
+async def fill_vector(
+    conn: AsyncConnection, table: str, agent_id: str, row_id: uuid.UUID, text_: str, vector: Any
+) -> bool:
+    """Give the row its vector, unless it got one or its text changed meanwhile."""
+    t, column = VECTORED[table]
+    done = await conn.execute(
+        update(t)
+        .where(
+            t.c.agent_id == agent_id, t.c.id == row_id, t.c.embedding.is_(None),
+            t.c[column] == text_,
+        )
+        .values(embedding=vector)
+    )  # fmt: skip
+    return bool(done.rowcount)

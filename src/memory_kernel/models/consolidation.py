@@ -36,6 +36,8 @@ class ConsolidationAction(StrEnum):
     EPISODES_ENDED = "episodes_ended"  # idle episodes ended (summary + admission)
     EXTRACTED = "extracted"  # queued turns whose facts were extracted and learned
     TURN_RESULTS_PRUNED = "turn_results_pruned"  # post_turn results past their retention
+    # episodes, turns, decisions stored without a vector (an embedder outage) got theirs
+    VECTORS_FILLED = "vectors_filled"
 
 
 class ConsolidationPhase(StrEnum):
