@@ -139,8 +139,9 @@ async def test_a_bad_record_anywhere_writes_nothing(
 
 async def test_no_records_or_not_records_is_an_error(kernel: MemoryKernel) -> None:
     for records in ([], "facts", None, [None]):
-        with pytest.raises(ValidationError):
-            await kernel.import_agent(records)  # type: ignore[arg-type]
+        for agent_id in (None, "agent-copy"):
+            with pytest.raises(ValidationError):
+                await kernel.import_agent(records, agent_id=agent_id)  # type: ignore[arg-type]
 
 
 async def test_an_embedder_failure_writes_nothing(

@@ -16,6 +16,8 @@ from collections import Counter, defaultdict
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from memory_kernel.errors import ValidationError
 from memory_kernel.heart.facts import store as facts_store
 from memory_kernel.models.imports import ImportReport
@@ -74,7 +76,7 @@ async def import_agent(
             for table, values in by_table.items():
                 await store.insert(conn, table, values)
                 counts[table] += len(values)
-        if target is None:
+        if source is None or target is None:
             raise ValidationError("nothing to import: there are no records")
     for table in _STAGED:
         database.staged.note(table, [target])
@@ -87,13 +89,15 @@ async def import_agent(
 
 async def _embed(embed: Embed, rows: list[policy.Row]) -> int:
     """Give each row with a text of words its vector; how many got one. The embedder's
-    failure fails the import (retry it): a memory imported without its vector would never
-    get one."""
+    failure fails the import (retry it) rather than write memories only words can find."""
     wanted = [(row, row.text) for row in rows if row.text is not None and has_words(row.text)]
     vectors = await embed([text for _, text in wanted])
+    got = 0
     for (row, _), vector in zip(wanted, vectors, strict=True):
-        row.values["embedding"] = vector
-    return len(wanted)
+        if float(np.linalg.norm(vector)) > 0.0:  # a zero vector has no direction
+            row.values["embedding"] = vector
+            got += 1
+    return got
 
 
 async def _batches(records: Records) -> AsyncIterator[list[object]]:
