@@ -321,9 +321,10 @@ VECTORED = {"episodes": (episodes, "summary"), "turns": (turns, "content"),
 
 
 def _vectorless(table: str, agent_id: str) -> Any:
-    # A text without a word or a number never gets a vector: it is not asked for again.
+    # A text without a letter or a digit never gets a vector: it is not asked for again.
     t, column = VECTORED[table]
-    return (t.c.agent_id == agent_id) & t.c.embedding.is_(None) & t.c[column].op("~")(r"\w")
+    words = t.c[column].op("~")("[[:alnum:]]")
+    return (t.c.agent_id == agent_id) & t.c.embedding.is_(None) & words
 
 
 async def vectorless(

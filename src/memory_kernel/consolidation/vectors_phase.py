@@ -45,7 +45,9 @@ async def _fill(ctx: RunContext, table: str) -> None:
             rows = await repository.vectorless(conn, table, ctx.agent_id, limit=batch)
         if not rows:
             return
-        vectors = await ctx.rt.embed([text[:EMBED_CHARS] for _, text in rows])
+        # A turn's vector is made of its first EMBED_CHARS characters, as when it is stored.
+        cut = EMBED_CHARS if table == "turns" else None
+        vectors = await ctx.rt.embed([text[:cut] for _, text in rows])
         filled = 0
         async with ctx.rt.db.transaction() as conn:
             for (row_id, text), vector in zip(rows, vectors, strict=True):

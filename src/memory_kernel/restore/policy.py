@@ -97,7 +97,8 @@ def _text(table: str, values: Mapping[str, Any]) -> str | None:
         return None
     if table == "facts" and values.get("status") == FactStatus.PENDING_EMBED.value:
         return None  # the embedding worker takes it, as it would have in the source store
-    return str(values[field])[:EMBED_CHARS]
+    # A turn's vector is made of its first EMBED_CHARS characters, as when it is stored.
+    return str(values[field])[: EMBED_CHARS if table == "turns" else None]
 
 
 def _value(column: Column[Any], value: object) -> object:
