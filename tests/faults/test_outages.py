@@ -133,6 +133,23 @@ async def test_turns_during_an_embedder_outage_record_everything(
     assert np.allclose(stored, (await embedder.embed([DECISION]))[0], atol=1e-6)
 
 
+async def test_the_nightly_run_finds_agents_with_nothing_but_vectorless_memories(
+    outage_kernel: tuple[MemoryKernel, GarbageEmbedder],
+) -> None:
+    kernel, embedder = outage_kernel
+    _break(embedder, "raises")
+    ctx = await kernel.pre_turn(TurnInput(agent_id="quiet", session_id="s", message="Hi there"))
+    await kernel.post_turn(ctx.turn, TurnOutcome(response_text="Hello, how can I help?"))
+    await kernel.end_session("quiet", "s")  # no facts, nothing ongoing, nothing queued
+    _mend(embedder)
+
+    report = await kernel.consolidate_all()
+
+    (run,) = [a for a in report.agents if a.agent_id == "quiet"]
+    assert run.counts[ConsolidationAction.VECTORS_FILLED] == 3  # two turns and the episode
+    assert await _vectorless(kernel) == {"episodes": 0, "turns": 0, "decisions": 0}
+
+
 async def _vectorless(kernel: MemoryKernel) -> dict[str, int]:
     async with kernel.database.connection() as conn:
         return {

@@ -62,8 +62,9 @@ async def unlock(conn: AsyncConnection, agent_id: str) -> None:
 
 
 async def active_agents(conn: AsyncConnection) -> list[str]:
-    """Agents with current facts, ongoing episodes (which may be idle and need ending) or
-    turns queued for extraction: a maintenance listing, ids only, nothing of their content."""
+    """Agents with current facts, ongoing episodes (which may be idle and need ending),
+    turns queued for extraction, or memories an embedder outage left without a vector: a
+    maintenance listing, ids only, nothing of their content."""
     with_facts = select(facts.c.agent_id).where(
         facts.c.status.in_([_ACTIVE, FactStatus.PENDING_EMBED.value])
     )
@@ -71,7 +72,10 @@ async def active_agents(conn: AsyncConnection) -> list[str]:
         episodes.c.status == EpisodeStatus.ONGOING.value
     )
     with_queue = select(extraction_queue.c.agent_id).where(extraction_queue.c.parked_at.is_(None))
-    both = union(with_facts, with_episodes, with_queue).subquery()
+    without_vector = [
+        select(t.c.agent_id).where(_without_vector(name)) for name, (t, _) in VECTORED.items()
+    ]
+    both = union(with_facts, with_episodes, with_queue, *without_vector).subquery()
     stmt = select(both.c.agent_id).order_by(both.c.agent_id)
     return [str(a) for a in (await conn.scalars(stmt)).all()]
 
@@ -320,11 +324,16 @@ VECTORED = {"episodes": (episodes, "summary"), "turns": (turns, "content"),
             "decisions": (decisions, "description")}  # fmt: skip
 
 
+def _without_vector(table: str) -> Any:
+    # A text without a letter or a digit never gets a vector: it is not asked for again. As
+    # literal SQL, the predicate of the partial indexes of migration 0013, which serve it.
+    column = VECTORED[table][1]
+    return text(f"{table}.embedding IS NULL AND {table}.{column} ~ '[[:alnum:]]'")
+
+
 def _vectorless(table: str, agent_id: str) -> Any:
-    # A text without a letter or a digit never gets a vector: it is not asked for again.
-    t, column = VECTORED[table]
-    words = t.c[column].op("~")("[[:alnum:]]")
-    return (t.c.agent_id == agent_id) & t.c.embedding.is_(None) & words
+    t, _ = VECTORED[table]
+    return (t.c.agent_id == agent_id) & _without_vector(table)
 
 
 async def vectorless(
