@@ -27,6 +27,7 @@ from memory_kernel.storage.tables import (
 )
 
 __all__ = [
+    "VECTORED",
     "active_agents",
     "below_confidence",
     "deprecate",
