@@ -17,10 +17,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 
+from pydantic import Field
 from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.brain.store import to_decision
+from memory_kernel.consolidation import repository as consolidation_store
 from memory_kernel.errors import ValidationError
 from memory_kernel.heart.extraction import store as extraction_store
 from memory_kernel.heart.facts.store import FACT_COLUMNS, to_fact
@@ -87,6 +89,9 @@ class AgentInspection(OutputModel):
     context_reports: tuple[ContextReportEntry, ...]
     #: Turns waiting for fact extraction, failing, or parked after their last attempt.
     extraction: ExtractionQueueState = ExtractionQueueState()
+    #: Turns, episodes and decisions an embedder outage left without a vector, per table
+    #: (the agent's next ``consolidate`` embeds them); only those with some.
+    without_vector: dict[str, int] = Field(default_factory=dict)
 
     def count(self, kind: MemoryKind, status: str) -> int:
         """How many memories of ``kind`` have ``status`` (0 when none)."""
@@ -104,6 +109,11 @@ async def inspect_agent(database: Database, agent_id: str, *, limit: int = 10) -
         rejected = await _rejected_decisions(conn, agent_id, limit)
         reports = await _context_reports(conn, agent_id, limit)
         extraction = await extraction_store.counts(conn, agent_id)
+        without_vector = {
+            table: n
+            for table in consolidation_store.VECTORED
+            if (n := await consolidation_store.vectorless_count(conn, table, agent_id))
+        }
     return AgentInspection(
         agent_id=agent_id,
         counts=counts,
@@ -111,6 +121,7 @@ async def inspect_agent(database: Database, agent_id: str, *, limit: int = 10) -
         rejected_decisions=rejected,
         context_reports=reports,
         extraction=extraction,
+        without_vector=without_vector,
     )
 
 

@@ -37,6 +37,11 @@ def render_inspection(result: AgentInspection, console: Console) -> None:
             f"{queue.parked} parked"
             + (f"; last error: {_short(queue.last_error)}" if queue.last_error else "")
         )
+    if result.without_vector:
+        left = ", ".join(f"{table} {n}" for table, n in result.without_vector.items())
+        console.print(
+            f"without a vector (an embedder outage; the next consolidate embeds them): {left}"
+        )
 
 
 def _counts_table(result: AgentInspection) -> Table:

@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator, Sequence
 
 import numpy as np
 import pytest
+from rich.console import Console
 from sqlalchemy import func, select
 
 from memory_kernel import ConsolidationAction, DecidedBy, FactStatus, MemoryKernel
+from memory_kernel.inspection_render import render_inspection
 from memory_kernel.models.episodes import EpisodeInput
 from memory_kernel.models.facts import FactInput, FactMatch
 from memory_kernel.models.turns import TurnInput, TurnOutcome
@@ -142,12 +144,18 @@ async def test_the_nightly_run_finds_agents_with_nothing_but_vectorless_memories
     await kernel.post_turn(ctx.turn, TurnOutcome(response_text="Hello, how can I help?"))
     await kernel.end_session("quiet", "s")  # no facts, nothing ongoing, nothing queued
     _mend(embedder)
+    seen = await kernel.inspect("quiet")
+    assert seen.without_vector == {"episodes": 1, "turns": 2}
+    shown = Console(record=True, width=200)
+    render_inspection(seen, shown)
+    assert "without a vector" in (text := shown.export_text()) and "episodes 1, turns 2" in text
 
     report = await kernel.consolidate_all()
 
     (run,) = [a for a in report.agents if a.agent_id == "quiet"]
     assert run.counts[ConsolidationAction.VECTORS_FILLED] == 3  # two turns and the episode
     assert await _vectorless(kernel) == {"episodes": 0, "turns": 0, "decisions": 0}
+    assert (await kernel.inspect("quiet")).without_vector == {}
 
 
 async def _vectorless(kernel: MemoryKernel) -> dict[str, int]:
