@@ -218,9 +218,7 @@ def mcp_(
     dsn: DsnOption = None,
     data_dir: DataDirOption = None,
     schema: SchemaOption = "memory_kernel",
-    embedder: Annotated[
-        str, typer.Option("--embedder", help="The store's embedder: hybrid (default), st…")
-    ] = "hybrid",
+    embedder: StoreEmbedderOption = "hybrid",
 ) -> None:
     """Serve an agent's memory to an MCP client over stdio (the mcp extra)."""
     try:

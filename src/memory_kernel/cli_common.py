@@ -80,16 +80,17 @@ StoreEmbedderOption = Annotated[
 
 @asynccontextmanager
 async def kernel_opened(
-    dsn: str | None, data_dir: Path | None, storage: StorageConfig, embedder: str
-) -> AsyncIterator[MemoryKernel]:
-    """A kernel on the store for a one-off command: no background queue worker (the
-    command drains what it needs itself); ``embedder`` must be the store's."""
+    dsn: str | None, data_dir: Path | None, storage: StorageConfig, embedder: str,
+    *, serving: bool = False,
+) -> AsyncIterator[MemoryKernel]:  # fmt: skip
+    """A kernel on the store; ``embedder`` must be the store's. For a one-off command no
+    background queue worker (the command drains what it needs itself); ``serving`` (a
+    long-running server) keeps it."""
     from memory_kernel.eval.embedders import embedder_from_name
     from memory_kernel.kernel import MemoryKernel
 
-    config = MemoryKernelConfig.from_mapping(
-        {"storage": storage.model_dump(), "consolidation": {"embed_worker": False}}
-    )
+    one_off = {} if serving else {"consolidation": {"embed_worker": False}}
+    config = MemoryKernelConfig.from_mapping({"storage": storage.model_dump(), **one_off})
     async with MemoryKernel.open(
         dsn, config=config, data_dir=data_dir, embedder=embedder_from_name(embedder)
     ) as kernel:

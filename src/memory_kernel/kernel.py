@@ -220,7 +220,7 @@ class MemoryKernel:
         """Write one agent's export (``export_agent``'s records, or its JSON Lines parsed)
         into this store, as ``agent_id`` when given: an agent with no memories yet. One
         transaction; each vector made again by this kernel's embedder (docs/privacy.md)."""
-        return await import_agent(self._db, self._runtime.embed, records, agent_id=agent_id)
+        return await import_agent(self._db, self._runtime.embed_each, records, agent_id=agent_id)
 
     def tool_schemas(self, *, forget: bool = False) -> list[dict[str, Any]]:
         """JSON function schemas (common tool-calling shape) for the agent's memory tools;

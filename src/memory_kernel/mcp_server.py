@@ -22,7 +22,8 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from memory_kernel.config import MemoryKernelConfig, StorageConfig
+from memory_kernel.cli_common import kernel_opened
+from memory_kernel.config import StorageConfig
 from memory_kernel.context.nodes import format_hit
 from memory_kernel.erasure.tool import FORGET_DESCRIPTION, FORGET_MEMORY
 from memory_kernel.errors import MemoryKernelError
@@ -124,11 +125,6 @@ async def serve_stdio(
 ) -> None:  # fmt: skip
     """Open the store and serve ``agent_id``'s memory over stdin/stdout until the client
     closes it (``memory-kernel mcp``)."""
-    from memory_kernel.eval.embedders import embedder_from_name
-
     agent = check_agent_id(agent_id)
-    config = MemoryKernelConfig.from_mapping({"storage": storage.model_dump()})
-    async with MemoryKernel.open(
-        dsn, config=config, data_dir=data_dir, embedder=embedder_from_name(embedder)
-    ) as kernel:
+    async with kernel_opened(dsn, data_dir, storage, embedder, serving=True) as kernel:
         await memory_server(kernel, agent, forget=forget).run_stdio_async()

@@ -73,20 +73,25 @@ class Runtime:
             self.embedder, texts, timeout=self.config.storage.embed_timeout_s
         )
 
-    async def embed_or_none(self, texts: list[str]) -> list[Vector | None]:
-        """Each text's vector, or ``None`` for a text without words (a zero vector has no
-        direction to compare) and for every text when the embedder is down or answers
-        garbage (NaN, wrong dimension): an outage stores memories without a vector, to be
-        embedded later, instead of failing the caller."""
+    async def embed_each(self, texts: list[str]) -> list[Vector | None]:
+        """Each text's vector, or ``None`` for a text without words and for a zero vector
+        (it has no direction to compare); the embedder's failures raise, as :meth:`embed`'s."""
         wanted = [i for i, t in enumerate(texts) if has_words(t)]
         found: list[Vector | None] = [None] * len(texts)
         if not wanted:
             return found
-        try:
-            vectors = await self.embed([texts[i] for i in wanted])
-        except (EmbedderError, InvalidVectorError) as exc:
-            _log.warning("stored without a vector: %s", exc)
-            return found
+        vectors = await self.embed([texts[i] for i in wanted])
         for i, vector in zip(wanted, vectors, strict=True):
             found[i] = vector if float(np.linalg.norm(vector)) > 0.0 else None
         return found
+
+    async def embed_or_none(self, texts: list[str]) -> list[Vector | None]:
+        """:meth:`embed_each`, and ``None`` for every text when the embedder is down or
+        answers garbage (NaN, wrong dimension): an outage stores memories without a vector,
+        to be embedded later (``pending_embed`` facts; the others by ``consolidate``),
+        instead of failing the caller."""
+        try:
+            return await self.embed_each(texts)
+        except (EmbedderError, InvalidVectorError) as exc:
+            _log.warning("stored without a vector: %s", exc)
+            return [None] * len(texts)

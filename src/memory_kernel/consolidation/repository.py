@@ -18,6 +18,7 @@ from memory_kernel.models.enums import EpisodeStatus, EventKind, FactStatus
 from memory_kernel.storage import locks
 from memory_kernel.storage.search import SEARCHABLE, knn_sql
 from memory_kernel.storage.tables import (
+    EMBEDDED_TEXT,
     decisions,
     episodes,
     extraction_queue,
@@ -320,9 +321,9 @@ async def fact_views(
 
 # -- vectors an outage left out --------------------------------------------------------------
 
-#: The memories besides facts that are stored with a vector, and the column it is made of.
-VECTORED = {"episodes": (episodes, "summary"), "turns": (turns, "content"),
-            "decisions": (decisions, "description")}  # fmt: skip
+#: The memories besides facts (they have their queue) stored with a vector, and the column
+#: it is made of.
+VECTORED = {t.name: (t, EMBEDDED_TEXT[t.name]) for t in (episodes, turns, decisions)}
 
 
 def _without_vector(table: str) -> Any:
@@ -359,7 +360,8 @@ async def vectorless_count(conn: AsyncConnection, table: str, agent_id: str) -> 
 async def fill_vector(
     conn: AsyncConnection, table: str, agent_id: str, row_id: uuid.UUID, text_: str, vector: Any
 ) -> bool:
-    """Give the row its vector, unless it got one or its text changed meanwhile."""
+    """Give the row its vector, unless it got one or its text changed meanwhile (here and
+    after an erasure made an episode's summary again)."""
     t, column = VECTORED[table]
     done = await conn.execute(
         update(t)

@@ -8,12 +8,10 @@ the next run tries again.
 
 from __future__ import annotations
 
-import numpy as np
-
 from memory_kernel.consolidation import repository
 from memory_kernel.consolidation.context import RunContext
 from memory_kernel.errors import EmbedderError, InvalidVectorError
-from memory_kernel.heart.turns.policy import EMBED_CHARS
+from memory_kernel.heart.turns.policy import vector_input
 from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.consolidation import ConsolidationPhase as Phase
 
@@ -45,13 +43,11 @@ async def _fill(ctx: RunContext, table: str) -> None:
             rows = await repository.vectorless(conn, table, ctx.agent_id, limit=batch)
         if not rows:
             return
-        # A turn's vector is made of its first EMBED_CHARS characters, as when it is stored.
-        cut = EMBED_CHARS if table == "turns" else None
-        vectors = await ctx.rt.embed([text[:cut] for _, text in rows])
+        vectors = await ctx.rt.embed_each([vector_input(table, text) for _, text in rows])
         filled = 0
         async with ctx.rt.db.transaction() as conn:
             for (row_id, text), vector in zip(rows, vectors, strict=True):
-                if float(np.linalg.norm(vector)) > 0.0:  # a zero vector has no direction
+                if vector is not None:  # a zero vector has no direction: the row waits
                     filled += await repository.fill_vector(
                         conn, table, ctx.agent_id, row_id, text, vector
                     )

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.consolidation import repository as consolidation_store
 from memory_kernel.erasure import policy, store
 from memory_kernel.heart.facts import store as facts_store
 from memory_kernel.models.erasure import ErasureReport
@@ -40,7 +41,7 @@ Embed = Callable[[list[str]], Awaitable[list[Vector | None]]]
 class ErasureService:
     """``kernel.forget``, ``kernel.forget_session``, ``kernel.erase_agent`` and ``memory-kernel
     erase``. After each commit, ``embed`` gives the episodes whose summary was made again
-    their vector (without it they have none until they end or are remade), and
+    their vector (an embedder that is down leaves them to the next ``consolidate``), and
     ``erased(agent_id)`` runs (a kernel's context engine drops its prefetched recalls of
     the agent). ``summary_chars``: ``HeartConfig.episode_summary_chars``."""
 
@@ -49,7 +50,7 @@ class ErasureService:
         database: Database,
         *,
         summary_chars: int,
-        embed: Embed | None = None,
+        embed: Embed,
         erased: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._db = database
@@ -106,16 +107,15 @@ class ErasureService:
     async def _revector(self, agent: str, remade: dict[uuid.UUID, str]) -> None:
         """The vectors of the summaries made again, in a transaction of their own (the
         embedder is not called while the erasure holds its locks)."""
-        if not remade or self._embed is None:
+        if not remade:
             return
         found = await self._embed(list(remade.values()))
-        vectors = {
-            i: (summary, vector)
-            for (i, summary), vector in zip(remade.items(), found, strict=True)
-            if vector is not None
-        }
         async with self._db.transaction() as conn:
-            await store.set_vectors(conn, agent, vectors)
+            for (episode, summary), vector in zip(remade.items(), found, strict=True):
+                if vector is not None:
+                    await consolidation_store.fill_vector(
+                        conn, "episodes", agent, episode, summary, vector
+                    )
 
     async def _cascade(
         self, conn: AsyncConnection, agent: str, named: policy.Seeds

@@ -8,24 +8,22 @@ pruning, invariant 1). The service decides the order and holds the locks.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import Text, TextClause, bindparam, text, update
+from sqlalchemy import Text, TextClause, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.heart.episodes.summary import SummaryTurn
 from memory_kernel.storage import locks
 from memory_kernel.storage.partitions import partition_name
-from memory_kernel.storage.tables import PARTITIONED_TABLES, agent_partitions, episodes
-from memory_kernel.vectors import Vector
+from memory_kernel.storage.tables import PARTITIONED_TABLES, agent_partitions
 
 __all__ = [
     "AGENT_TABLES", "ErasedTurns", "Kept", "delete_agent_rows", "delete_decisions",
     "delete_episodes", "delete_events", "delete_facts", "delete_queue", "delete_results",
-    "delete_turns", "drop_partitions", "kept_episodes", "kinds_of", "remake_summary",
-    "set_vectors", "untie",
+    "delete_turns", "drop_partitions", "kept_episodes", "kinds_of", "remake_summary", "untie",
 ]  # fmt: skip
 
 _IDS = ARRAY(UUID(as_uuid=True))
@@ -176,7 +174,8 @@ async def kept_episodes(
     return list(found.values())
 
 
-# Its vector is made again after the commit (``set_vectors``), or when it ends.
+# Its vector is made again after the commit (``consolidation.repository.fill_vector``), or by
+# the next ``consolidate``.
 _REMAKE = _sql(
     "UPDATE episodes SET summary = :summary, embedding = NULL, updated_at = now()"
     " WHERE agent_id = :agent AND id = :id",
@@ -189,21 +188,6 @@ async def remake_summary(
 ) -> None:
     """Give the episode ``summary`` in place of the one it had, and no vector."""
     await conn.execute(_REMAKE, {"agent": agent_id, "id": episode_id, "summary": summary})
-
-
-async def set_vectors(
-    conn: AsyncConnection, agent_id: str, vectors: Mapping[uuid.UUID, tuple[str, Vector]]
-) -> None:
-    """The vector of each remade episode's summary, unless its summary changed meanwhile."""
-    for episode_id, (summary, vector) in vectors.items():
-        await conn.execute(
-            update(episodes)
-            .where(
-                episodes.c.agent_id == agent_id, episodes.c.id == episode_id,
-                episodes.c.summary == summary, episodes.c.embedding.is_(None),
-            )
-            .values(embedding=vector)
-        )  # fmt: skip
 
 
 # A fact's earlier versions: those it superseded and the duplicates merged into it,

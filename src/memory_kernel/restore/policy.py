@@ -24,9 +24,10 @@ from sqlalchemy.dialects.postgresql import JSONB, UUID
 
 from memory_kernel.errors import ValidationError
 from memory_kernel.export.store import TABLES
-from memory_kernel.heart.turns.policy import EMBED_CHARS
+from memory_kernel.heart.turns.policy import vector_input
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.turns import MAX_TURN_BYTES
+from memory_kernel.storage.tables import EMBEDDED_TEXT
 from memory_kernel.validation import check_agent_id
 
 __all__ = ["BY_NAME", "MAX_VALUE_BYTES", "Row", "parse"]
@@ -36,13 +37,6 @@ BY_NAME: dict[str, Table] = {t.name: t for t in TABLES}
 MAX_VALUE_BYTES = MAX_TURN_BYTES
 #: Made by the store, never taken from a record.
 _STORE_MADE = frozenset({"search_tsv", "embedding", "indexed"})
-#: The text each table's vector is made of (as its write path embeds it).
-_EMBEDDED = {
-    "facts": "content",
-    "episodes": "summary",
-    "decisions": "description",
-    "turns": "content",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,13 +86,12 @@ def _required(column: Column[Any]) -> bool:
 
 
 def _text(table: str, values: Mapping[str, Any]) -> str | None:
-    field = _EMBEDDED.get(table)
+    field = EMBEDDED_TEXT.get(table)
     if field is None:
         return None
     if table == "facts" and values.get("status") == FactStatus.PENDING_EMBED.value:
         return None  # the embedding worker takes it, as it would have in the source store
-    # A turn's vector is made of its first EMBED_CHARS characters, as when it is stored.
-    return str(values[field])[: EMBED_CHARS if table == "turns" else None]
+    return vector_input(table, str(values[field]))
 
 
 def _value(column: Column[Any], value: object) -> object:

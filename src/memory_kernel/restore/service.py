@@ -16,23 +16,21 @@ from collections import Counter, defaultdict
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
-import numpy as np
-
 from memory_kernel.errors import ValidationError
 from memory_kernel.heart.facts import store as facts_store
 from memory_kernel.models.imports import ImportReport
 from memory_kernel.restore import policy, store
-from memory_kernel.similarity import has_words
 from memory_kernel.storage import locks
 from memory_kernel.storage.database import Database
 from memory_kernel.validation import check_agent_id
-from memory_kernel.vectors import FloatMatrix
+from memory_kernel.vectors import Vector
 
 __all__ = ["Records", "import_agent"]
 
 #: What ``import_agent`` reads: the records of ``export_agent``, or JSON Lines parsed.
 Records = Iterable[object] | AsyncIterable[object]
-Embed = Callable[[list[str]], Awaitable[FloatMatrix]]
+#: Each text's vector or ``None``, failures raised (``Runtime.embed_each``).
+Embed = Callable[[list[str]], Awaitable[list[Vector | None]]]
 _BATCH = 500
 # The tables whose new rows wait for a promoted agent's index worker.
 _STAGED = ("facts", "episodes", "turns")
@@ -88,16 +86,14 @@ async def import_agent(
 
 
 async def _embed(embed: Embed, rows: list[policy.Row]) -> int:
-    """Give each row with a text of words its vector; how many got one. The embedder's
-    failure fails the import (retry it) rather than write memories only words can find."""
-    wanted = [(row, row.text) for row in rows if row.text is not None and has_words(row.text)]
-    vectors = await embed([text for _, text in wanted])
-    got = 0
-    for (row, _), vector in zip(wanted, vectors, strict=True):
-        if float(np.linalg.norm(vector)) > 0.0:  # a zero vector has no direction
+    """Give each row with a text its vector; how many got one. The embedder's failure fails
+    the import (retry it) rather than write memories only words can find."""
+    wanted = [row for row in rows if row.text is not None]
+    vectors = await embed([row.text for row in wanted if row.text is not None])
+    for row, vector in zip(wanted, vectors, strict=True):
+        if vector is not None:
             row.values["embedding"] = vector
-            got += 1
-    return got
+    return sum(v is not None for v in vectors)
 
 
 async def _batches(records: Records) -> AsyncIterator[list[object]]:

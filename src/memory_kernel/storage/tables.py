@@ -54,6 +54,10 @@ metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 #: The tables that hold vectors and are partitioned by agent.
 PARTITIONED_TABLES = ("facts", "episodes", "decisions", "turns")
+#: The column each of them makes its vector of (a turn: its first ``EMBED_CHARS``
+#: characters, ``heart.turns.policy.vector_input``).
+EMBEDDED_TEXT = {"facts": "content", "episodes": "summary", "decisions": "description",
+                 "turns": "content"}  # fmt: skip
 
 
 def _in(column: str, values: type[object]) -> str:

@@ -16,7 +16,9 @@ from typing import Any
 
 from memory_kernel.similarity import words
 
-__all__ = ["ASSISTANT", "EMBED_CHARS", "USER", "Said", "embed_text", "exchange", "rows"]
+__all__ = [
+    "ASSISTANT", "EMBED_CHARS", "USER", "Said", "embed_text", "exchange", "rows", "vector_input",
+]  # fmt: skip
 
 USER = "user"
 ASSISTANT = "assistant"
@@ -44,6 +46,13 @@ def exchange(message: str, reply: str, *, asked_at: datetime, replied_at: dateti
 def embed_text(said: Said) -> str:
     """The part of a turn its vector is made from."""
     return said.content[:EMBED_CHARS]
+
+
+def vector_input(table: str, text: str) -> str:
+    """What a stored row's vector is made from, its text being ``text`` (its table's
+    ``EMBEDDED_TEXT`` column): a turn's first ``EMBED_CHARS`` characters, any other
+    memory's whole text, as their write paths embed them."""
+    return text[:EMBED_CHARS] if table == "turns" else text
 
 
 def rows(
