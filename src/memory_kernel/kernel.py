@@ -94,7 +94,7 @@ class MemoryKernel:
         )
         self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain, self.context)
         self._consolidator = Consolidator(
-            self._runtime, self.heart.facts, self.heart.episodes, self.heart.extraction
+            self._runtime, self.heart.facts, self.heart.episodes, self.heart.extraction, self.brain
         )
         # Embeds pending_embed facts in the background; started by open(), stopped by close().
         self._embedding_worker = EmbeddingWorker(self._runtime, self.heart.facts)
@@ -369,9 +369,10 @@ _PLUGINS: dict[str, type[Any]] = {
     "extractor": FactExtractor,
     "summariser": EpisodeSummariser,
 }
-# A judge may answer admission (``admit``), consolidation (``resolve``) or both through a
-# generic batched call (``complete_json``): any one makes it a judge.
-_JUDGE_CALLS = ("admit", "resolve", "complete_json")
+# A judge may answer admission (``admit``), consolidation's facts (``resolve``) or layer 1's
+# band (``review_decisions``), or all through a generic batched call (``complete_json``):
+# any one makes it a judge.
+_JUDGE_CALLS = ("admit", "resolve", "review_decisions", "complete_json")
 
 
 def _check_plugins(*, judge: object, **plugins: object) -> None:

@@ -29,6 +29,7 @@ from memory_kernel.brain.gate import (
     confidence_from_quality,
     quality_score,
 )
+from memory_kernel.brain.review import GATE_KEY
 from memory_kernel.brain.stats import Layer
 from memory_kernel.config.brain import BrainConfig
 from memory_kernel.errors import ValidationError
@@ -41,7 +42,7 @@ from memory_kernel.models.decisions import (
     OutcomeReport,
 )
 from memory_kernel.models.enums import DecisionOutcome, Stakes
-from memory_kernel.validation import check_text
+from memory_kernel.validation import check_agent_id, check_text
 
 if TYPE_CHECKING:
     from memory_kernel.runtime import Vector
@@ -50,9 +51,11 @@ __all__ = [
     "FinalizeResult",
     "Finalized",
     "StartResult",
+    "check_recent",
     "dedup_since",
     "duplicate",
     "final_values",
+    "gate_marked",
     "outcome_changes",
     "outcome_report",
     "rejection_reason",
@@ -150,6 +153,17 @@ def stakes(value: Stakes | str) -> Stakes:
         raise ValidationError(f"stakes must be one of {[s.value for s in Stakes]}") from exc
 
 
+def check_recent(agent_id: str, since: object, limit: object, session_id: str | None) -> None:
+    """``ValidationError`` unless these are the arguments of a read of recent decisions."""
+    check_agent_id(agent_id)
+    if session_id is not None:
+        check_agent_id(session_id, field="session_id")
+    if not isinstance(since, datetime) or since.tzinfo is None:
+        raise ValidationError("since must be a timezone-aware datetime")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise ValidationError("limit must be an integer between 1 and 1000")
+
+
 def dedup_since(cfg: BrainConfig, now: datetime) -> datetime:
     """Start of layer 2's window: decisions created after it are compared."""
     return now - timedelta(seconds=cfg.dedup_window_s)
@@ -236,3 +250,11 @@ def outcome_changes(current: Decision, report: OutcomeReport) -> bool:
 def rejection_reason(layer: Layer, reason: str) -> str:
     """What a rejected decision's ``rejection_reason`` (and its event) say."""
     return f"{layer.value}: {reason}"
+
+
+def gate_marked(current: Decision, gate: dict[str, Any] | None) -> dict[str, Any]:
+    """The values that keep layer 1's mark in the decision's metadata (``brain.review``);
+    none without one."""
+    if gate is None:
+        return {}
+    return {"metadata": {**current.metadata, GATE_KEY: gate}}

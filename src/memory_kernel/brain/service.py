@@ -132,7 +132,7 @@ class Brain:
                 episode_id=episode_id, frame=frame, stakes=level, category=category,
                 embedding=vector,
             )  # fmt: skip
-        self.observe_start(result, agent_id=agent_id, session_id=session_id)
+        self.counters.observe_start(result, agent_id=agent_id, session_id=session_id)
         return result.decision_id
 
     async def deliberate(
@@ -147,7 +147,7 @@ class Brain:
         category: str | None = None,
         embedding: Vector | Missing | None = MISSING,
     ) -> StartResult:
-        """:meth:`start` without validating or counting (call :meth:`observe_start` once
+        """:meth:`start` without validating or counting (call ``counters.observe_start`` once
         the unit committed): layer 2, then the draft with its placeholder confidence."""
         vector = await self._vector(description, embedding)
         async with self._rt.db.transaction() as conn:
@@ -195,7 +195,7 @@ class Brain:
             category=policy.optional_text(category, "category"),
             tool_errors=tool_errors,
         )
-        self.observe_finalize(result, agent_id=agent_id, decision_id=decision_id)
+        self.counters.observe_finalize(result, agent_id=agent_id, decision_id=decision_id)
         return result.decision
 
     async def conclude(
@@ -210,11 +210,12 @@ class Brain:
         stakes: Stakes | None = None,
         category: str | None = None,
         tool_errors: bool = False,
+        gate: dict[str, Any] | None = None,
     ) -> FinalizeResult:
-        """:meth:`finalize` without validating or counting (call :meth:`observe_finalize`
+        """:meth:`finalize` without validating or counting (call ``counters.observe_finalize``
         once the unit committed): layer 3, then layer 2 on the final text, then persist.
         ``embedding`` is the vector of ``description``; without a description the stored
-        vector is kept."""
+        vector is kept. ``gate``: layer 1's mark, kept in the metadata (``brain.review``)."""
         vector = None if description is None else await self._vector(description, embedding)
         async with self._rt.db.transaction() as conn:
             current, stored = await store.get_for_update(
@@ -224,6 +225,7 @@ class Brain:
                 return FinalizeResult(current.session_id, None, reason="already rejected")
             if current.finalized:
                 return FinalizeResult(current.session_id, current)
+            marked = policy.gate_marked(current, gate)
             final = policy.final_values(
                 self._cfg, current, stored,
                 description=description, embedding=vector, reasoning=reasoning,
@@ -232,7 +234,8 @@ class Brain:
             )  # fmt: skip
             if not final.verdict.passed:
                 assert final.verdict.rule is not None
-                return await self._reject(conn, current, Layer.QUALITY_GATE, final.verdict.rule)
+                rule = final.verdict.rule
+                return await self._reject(conn, current, Layer.QUALITY_GATE, rule, marked)
             # Layer 2 again: the final text may differ from the started one.
             await store.lock_session(conn, agent_id=agent_id, session_id=current.session_id)
             recent = await self._recent(conn, agent_id, current.session_id, exclude=current.id)
@@ -240,23 +243,31 @@ class Brain:
             if dup.duplicate:
                 assert dup.method is not None
                 return await self._reject(
-                    conn, current, Layer.DUPLICATE, dup.method,
+                    conn, current, Layer.DUPLICATE, dup.method, marked,
                     score=dup.score, related_id=dup.duplicate_of,
                 )  # fmt: skip
-            return await self._persist(conn, current, final)
+            return await self._persist(conn, current, final, marked)
 
     async def abandon(
-        self, decision_id: uuid.UUID, *, agent_id: str, layer: Layer, reason: str
+        self,
+        decision_id: uuid.UUID,
+        *,
+        agent_id: str,
+        layer: Layer,
+        reason: str,
+        gate: dict[str, Any] | None = None,
     ) -> FinalizeResult:
-        """Give a deliberation up (layer 1 found the response informational, or the agent
-        recorded the decision explicitly). Idempotent on an already inactive decision."""
+        """Give a deliberation up (layer 1 found it informational, the agent recorded the
+        decision itself, or a judge found none: ``Layer.JUDGE``). Idempotent on an inactive
+        decision. ``gate``: as in :meth:`conclude`."""
         async with self._rt.db.transaction() as conn:
             current, _ = await store.get_for_update(
                 conn, agent_id=agent_id, decision_id=decision_id
             )
             if not current.active:
                 return FinalizeResult(current.session_id, None, layer, "already inactive")
-            return await self._reject(conn, current, layer, reason)
+            marked = policy.gate_marked(current, gate)
+            return await self._reject(conn, current, layer, reason, marked)
 
     # --- outcomes -----------------------------------------------------------------------
 
@@ -275,16 +286,6 @@ class Brain:
         report = policy.outcome_report(decision_id, outcome, note)
         return await record_outcome(self._rt, report, agent_id=agent_id)
 
-    # --- counting (after commit) -------------------------------------------------------
-
-    def observe_start(self, result: StartResult, *, agent_id: str, session_id: str) -> None:
-        self.counters.observe_start(result, agent_id=agent_id, session_id=session_id)
-
-    def observe_finalize(
-        self, result: FinalizeResult, *, agent_id: str, decision_id: uuid.UUID | None = None
-    ) -> None:
-        self.counters.observe_finalize(result, agent_id=agent_id, decision_id=decision_id)
-
     # --- reads -------------------------------------------------------------------------
 
     async def get(self, decision_id: uuid.UUID, *, agent_id: str) -> Decision:
@@ -302,13 +303,7 @@ class Brain:
         session_id: str | None = None,
     ) -> list[Decision]:
         """Active decisions of ``agent_id`` created after ``since``, newest first."""
-        check_agent_id(agent_id)
-        if session_id is not None:
-            check_agent_id(session_id, field="session_id")
-        if not isinstance(since, datetime) or since.tzinfo is None:
-            raise ValidationError("since must be a timezone-aware datetime")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise ValidationError("limit must be an integer between 1 and 1000")
+        policy.check_recent(agent_id, since, limit, session_id)
         async with self._rt.db.connection() as conn:
             return await store.recent(
                 conn, agent_id=agent_id, since=since, limit=limit, session_id=session_id
@@ -363,27 +358,30 @@ class Brain:
         decision: Decision,
         layer: Layer,
         reason: str,
+        marked: dict[str, Any],
         *,
         score: float | None = None,
         related_id: uuid.UUID | None = None,
     ) -> FinalizeResult:
-        """Soft delete: the row stays for audit with its reason, and an event says why."""
+        """Soft delete: the row stays for audit with its reason, and an event says why.
+        ``marked``: further values to set (``policy.gate_marked``)."""
         why = policy.rejection_reason(layer, reason)
         values = {"active": False, "rejection_reason": why, "updated_at": self._rt.clock.now()}
-        await store.update(conn, decision, values)
+        await store.update(conn, decision, {**values, **marked})
         rejected = self._event(
             decision, EventKind.REJECTED,
+            decided_by=DecidedBy.JUDGE if layer is Layer.JUDGE else DecidedBy.RULE,
             reason=why, score=score, related_id=related_id, details={"layer": layer.value},
         )  # fmt: skip
         await write_events(conn, [rejected])
         return FinalizeResult(decision.session_id, None, layer, reason, related_id)
 
     async def _persist(
-        self, conn: AsyncConnection, current: Decision, final: Finalized
+        self, conn: AsyncConnection, current: Decision, final: Finalized, marked: dict[str, Any]
     ) -> FinalizeResult:
         """Store the final values; a changed confidence gets its event (with the gate's
         quality score when the gate set it)."""
-        values = {**final.values, "finalized": True, "updated_at": self._rt.clock.now()}
+        values = {**final.values, **marked, "finalized": True, "updated_at": self._rt.clock.now()}
         decision = await store.update(conn, current, values)
         events = [self._event(decision, EventKind.DECISION_FINALIZED)]
         if decision.confidence != current.confidence:

@@ -29,6 +29,7 @@ class Layer(StrEnum):
     INFORMATIONAL = "informational"  # layer 1
     DUPLICATE = "duplicate"  # layer 2
     QUALITY_GATE = "quality_gate"  # layer 3
+    JUDGE = "judge"  # a judge's second reading of layer 1's uncertain band (brain.review)
     EXPLICIT = "explicit"  # not a rejection: the agent recorded the decision itself
 
 

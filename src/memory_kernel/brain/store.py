@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, select
+from sqlalchemy import Row, Text, TextualSelect, bindparam, select, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memory_kernel.brain.dedup import RecentDecision
+from memory_kernel.brain.review import GateReviewRequest
 from memory_kernel.errors import NotFoundError
 from memory_kernel.models.decisions import Decision
 from memory_kernel.models.enums import DecisionOutcome, Stakes
@@ -25,6 +27,7 @@ from memory_kernel.storage.tables import decisions, episodes
 from memory_kernel.storage.vector import as_array
 
 __all__ = [
+    "agents_to_review",
     "check_episode",
     "get",
     "get_for_update",
@@ -32,6 +35,7 @@ __all__ = [
     "lock_session",
     "recent",
     "recent_for_dedup",
+    "review_candidates",
     "to_decision",
     "update",
 ]
@@ -62,6 +66,28 @@ _RECENT_FOR_DEDUP = (
 _EPISODE = select(episodes.c.id).where(
     episodes.c.agent_id == bindparam("agent_id"), episodes.c.id == bindparam("episode_id")
 )
+# Layer 1's uncertain band, not yet read by a judge, as layer 1 left it: a recorded decision
+# layer 1 passed, or a deliberation it rejected (the only layer that leaves one unfinalized
+# with a mark).
+_IN_BAND = (
+    "d.metadata -> 'gate' -> 'judge' IS NULL"
+    " AND (d.metadata -> 'gate' ->> 'p')::float8 BETWEEN :low AND :high"
+    " AND CASE WHEN (d.metadata -> 'gate' ->> 'passed')::boolean"
+    "  THEN d.active AND d.finalized ELSE NOT d.active AND NOT d.finalized END"
+)
+# With its exchange's two turns (both name it; found through the turns' episode index).
+_REVIEW = text(
+    "SELECT d.id, d.active, d.metadata -> 'gate' AS gate,"  # noqa: S608 - constants only
+    " (d.metadata -> 'gate' ->> 'p')::float8 AS p,"
+    " m.content AS message, r.content AS response"
+    " FROM decisions d"
+    " JOIN turns r ON r.agent_id = d.agent_id AND r.episode_id = d.episode_id AND r.seq = 1"
+    "  AND r.metadata ->> 'decision_id' = d.id::text"
+    " JOIN turns m ON m.agent_id = d.agent_id AND m.episode_id = d.episode_id AND m.seq = 0"
+    "  AND m.metadata ->> 'decision_id' = d.id::text"
+    f" WHERE d.agent_id = :agent_id AND {_IN_BAND}"
+    " ORDER BY d.created_at, d.id LIMIT :limit"
+).columns(gate=JSONB)
 # No row has the nil UUID as id, so "exclude nothing" needs no second statement.
 _NO_ID = uuid.UUID(int=0)
 
@@ -184,3 +210,32 @@ async def recent_for_dedup(
         RecentDecision(id=r.id, description=r.description, embedding=as_array(r.embedding))
         for r in rows
     ]
+
+
+async def review_candidates(
+    conn: AsyncConnection, *, agent_id: str, low: float, high: float, limit: int
+) -> list[GateReviewRequest]:
+    """Deliberations whose layer-1 probability lies in ``[low, high]``, not yet reviewed by
+    a judge and as layer 1 left them, oldest first (``brain.review``)."""
+    params = {"agent_id": agent_id, "low": low, "high": high, "limit": limit}
+    found = []
+    for r in await conn.execute(_REVIEW, params):
+        found.append(
+            GateReviewRequest(
+                decision_id=r.id,
+                agent_id=agent_id,
+                message=r.message,
+                response=r.response,
+                probability=r.p,
+                recorded=r.active,
+                gate=dict(r.gate),
+            )
+        )
+    return found
+
+
+def agents_to_review(low: float, high: float) -> TextualSelect:
+    """The agents with deliberations in ``[low, high]`` to review (a scan of the decisions:
+    no index, since without a judge every deliberation keeps its mark)."""
+    stmt = text(f"SELECT d.agent_id FROM decisions d WHERE {_IN_BAND}")  # noqa: S608 - constants
+    return stmt.bindparams(low=low, high=high).columns(agent_id=Text)

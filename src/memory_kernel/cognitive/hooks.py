@@ -42,7 +42,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from memory_kernel.brain import Brain
+from memory_kernel.brain import Brain, review
 from memory_kernel.brain.policy import FinalizeResult, StartResult
 from memory_kernel.brain.stats import Layer
 from memory_kernel.brain.tool import RECORD_DECISION_OPTIONAL
@@ -54,6 +54,7 @@ from memory_kernel.cognitive.informational import (
     InformationalVerdict,
     classify_response,
 )
+from memory_kernel.cognitive.results import turn_result
 from memory_kernel.context.engine import ContextEngine, request_from_turn
 from memory_kernel.errors import ValidationError
 from memory_kernel.heart import Heart
@@ -63,7 +64,6 @@ from memory_kernel.models.decisions import Decision, DecisionInput, GateStats
 from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind, Stakes
 from memory_kernel.models.episodes import EpisodeInput, EpisodeStart
 from memory_kernel.models.turns import (
-    SkipReason,
     TurnContext,
     TurnHandle,
     TurnInput,
@@ -83,21 +83,6 @@ class _Draft:
     description: str
     reasoning: str | None
     vector: Vector | None = None
-
-
-_LAYER_NUMBER = {
-    Layer.NOT_DELIBERATED: 1,
-    Layer.INFORMATIONAL: 1,
-    Layer.DUPLICATE: 2,
-    Layer.QUALITY_GATE: 3,
-}
-_SKIP = {
-    Layer.NOT_DELIBERATED: SkipReason.NOT_DELIBERATED,
-    Layer.INFORMATIONAL: SkipReason.INFORMATIONAL,
-    Layer.DUPLICATE: SkipReason.DUPLICATE,
-    Layer.QUALITY_GATE: SkipReason.QUALITY_GATE,
-    Layer.EXPLICIT: SkipReason.EXPLICIT,
-}
 
 
 def _stakes(signals: dict[str, object]) -> Stakes:
@@ -247,7 +232,9 @@ class CognitiveLayer:
                 session_id=turn.session_id,
             )
             return
-        self._brain.observe_start(started, agent_id=turn.agent_id, session_id=turn.session_id)
+        self._brain.counters.observe_start(
+            started, agent_id=turn.agent_id, session_id=turn.session_id
+        )
 
     async def post_turn(self, turn: TurnHandle, outcome: TurnOutcome) -> TurnResult:
         """Record what the turn decided (through the gate) and update the episode, atomically."""
@@ -294,7 +281,7 @@ class CognitiveLayer:
             if first is not None:
                 return first
             # The turn's deliberation first: its row lock comes before the session lock.
-            result = await self._settle(turn, outcome, verdict, draft)
+            result = await self._settle(turn, outcome, verdict, draft, bool(explicit_inputs))
             explicit = [
                 await self._brain.add(d, embedding=v)
                 for d, v in zip(explicit_inputs, vectors, strict=True)
@@ -320,7 +307,7 @@ class CognitiveLayer:
             await self._heart.episodes.record_turn(
                 agent_id=turn.agent_id, episode_id=turn.episode_id
             )
-            recorded = self._turn_result(turn, explicit, result)
+            recorded = turn_result(turn, explicit, result)
             if learned:
                 recorded = recorded.model_copy(update={"remembered": learned})
             await turn_results.save(
@@ -342,18 +329,23 @@ class CognitiveLayer:
         outcome: TurnOutcome,
         verdict: InformationalVerdict,
         draft: _Draft | None,
+        explicit: bool,
     ) -> FinalizeResult | None:
-        """Finalize or abandon the turn's deliberation; ``None`` when there was none."""
+        """Finalize or abandon the turn's deliberation; ``None`` when there was none.
+        ``explicit``: the agent recorded the turn's decisions itself."""
         if turn.decision_id is None:
             return None
+        # Layer 1's probability stays with the deliberation, for a judge's second reading
+        # (brain.review); not when the agent recorded its decisions itself.
+        gate = None if explicit else review.mark(verdict.probability, passed=draft is not None)
         if draft is None:
             layer, reason = (
-                (Layer.INFORMATIONAL, str(verdict.family))
-                if verdict.informational
-                else (Layer.EXPLICIT, RECORD_DECISION_TOOL)
+                (Layer.EXPLICIT, RECORD_DECISION_TOOL)
+                if explicit
+                else (Layer.INFORMATIONAL, str(verdict.family))
             )
             return await self._brain.abandon(
-                turn.decision_id, agent_id=turn.agent_id, layer=layer, reason=reason
+                turn.decision_id, agent_id=turn.agent_id, layer=layer, reason=reason, gate=gate
             )
         return await self._brain.conclude(
             turn.decision_id,
@@ -364,6 +356,7 @@ class CognitiveLayer:
             confidence=outcome.decision_confidence,
             stakes=outcome.decision_stakes,
             tool_errors=any(t.is_error for t in outcome.tool_results),
+            gate=gate,
         )
 
     def _observe_post(
@@ -373,28 +366,6 @@ class CognitiveLayer:
         counters.turns += 1
         counters.recorded_explicit += len(explicit)
         if result is not None and result.layer is not Layer.EXPLICIT:
-            self._brain.observe_finalize(
+            self._brain.counters.observe_finalize(
                 result, agent_id=turn.agent_id, decision_id=turn.decision_id
             )
-
-    @staticmethod
-    def _turn_result(
-        turn: TurnHandle, explicit: list[Decision], result: FinalizeResult | None
-    ) -> TurnResult:
-        reason: str | None
-        if result is None:
-            layer = Layer.NOT_DELIBERATED if turn.duplicate_of is None else Layer.DUPLICATE
-            reason = f"frame: {turn.frame}" if turn.duplicate_of is None else "at start"
-        elif result.decision is not None:
-            return TurnResult(
-                episode_id=turn.episode_id, decision=result.decision, explicit=explicit
-            )
-        else:
-            layer, reason = result.layer or Layer.QUALITY_GATE, result.reason
-        return TurnResult(
-            episode_id=turn.episode_id,
-            explicit=explicit,
-            skipped=_SKIP[layer],
-            layer=_LAYER_NUMBER.get(layer),
-            reason=reason,
-        )

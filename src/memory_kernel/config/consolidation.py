@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from memory_kernel.config._base import Frozen
 
@@ -176,6 +176,18 @@ class ConsolidationConfig(Frozen):
             "Facts per round trip and per write transaction: bounds memory and lock time."
         ),
     )
+    judge_decision_band: tuple[float, float] | None = Field(
+        default=(0.2, 0.8),
+        description=(
+            "With a judge only: deliberating responses whose decision-classifier probability "
+            "(layer 1) lies in [low, high] are asked about once, at the agent's next run "
+            "(brain/review.py): a recorded one the judge finds no decision in is rejected, a "
+            "rejected one it finds a decision in goes through layers 3 and 2. On the gate "
+            "sets 0.2-0.8 holds about 39% of responses; a perfect judge of it would leave "
+            "noise 0.112 and missed 0.050 on the sealed blind sets (0.269 and 0.240 without; "
+            "docs/tuning.md). Up to judge_max_items per run, oldest first. None: off."
+        ),
+    )
     judge_max_calls: int = Field(
         default=2,
         ge=0,
@@ -240,3 +252,10 @@ class ConsolidationConfig(Frozen):
         le=256,
         description="consolidate_all: agents consolidated at once by one process.",
     )
+
+    @field_validator("judge_decision_band")
+    @classmethod
+    def _band(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not 0.0 <= value[0] <= value[1] <= 1.0:
+            raise ValueError("judge_decision_band needs 0 <= low <= high <= 1")
+        return value

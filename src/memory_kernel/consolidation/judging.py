@@ -1,9 +1,11 @@
 """The judge's part in consolidation: ambiguous conflicts and merges, one batched call each.
 
-The kernel's ``Judge`` protocol (``judges/base.py``) only asks admission questions today.
-Consolidation asks through, in order of preference:
+The kernel's ``Judge`` protocol (``judges/base.py``) only asks admission questions.
+Consolidation asks each kind of question (a :class:`Question`: the facts' conflicts and
+merges, layer 1's uncertain band) through, in order of preference:
 
-1. ``judge.resolve(requests)`` — a judge that implements :class:`ConflictJudge`;
+1. the judge's own method for the kind of question (``judge.resolve(requests)`` for facts,
+   :class:`ConflictJudge`; ``judge.review_decisions(requests)`` for layer 1's band);
 2. ``judge.complete_json(system, prompts, schema)`` — ``ChatJudge``'s generic batched call;
 3. nothing: without either (``RuleJudge``, no judge) the rules decide ("keep both").
 
@@ -18,15 +20,17 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_kernel.errors import JudgeError
 
 __all__ = [
+    "CONFLICTS",
     "CONSOLIDATION_SYSTEM_PROMPT",
     "ConflictFact",
     "ConflictJudge",
@@ -34,11 +38,17 @@ __all__ = [
     "ConflictRequest",
     "ConflictVerdict",
     "JudgeAnswers",
+    "Question",
     "Resolution",
+    "ask",
     "ask_judge",
+    "can_ask",
+    "can_judge",
     "conflict_prompt",
 ]
 
+R = TypeVar("R")
+V = TypeVar("V", bound=BaseModel)
 _MAX_REASON_CHARS = 1000
 _MAX_CONTENT_CHARS = 64 * 1024
 
@@ -161,57 +171,81 @@ def conflict_prompt(request: ConflictRequest) -> str:
     return json.dumps(payload, ensure_ascii=False, indent=1)
 
 
-def _parse(answer: object) -> ConflictVerdict | None:
-    if isinstance(answer, ConflictVerdict):
+@dataclass(frozen=True)
+class Question(Generic[R, V]):
+    """A kind of question consolidation asks: a judge's own method for it (``method``,
+    tried first) or ``complete_json`` with this system prompt, prompt and answer schema."""
+
+    method: str
+    system: str
+    prompt: Callable[[R], str]
+    schema: type[V]
+
+
+CONFLICTS: Question[ConflictRequest, ConflictVerdict] = Question(
+    "resolve", CONSOLIDATION_SYSTEM_PROMPT, conflict_prompt, ConflictVerdict
+)
+
+
+def _parse(answer: object, schema: type[V]) -> V | None:
+    if isinstance(answer, schema):
         return answer
     if isinstance(answer, BaseModel):
         answer = answer.model_dump()
     if not isinstance(answer, dict):
         return None
     try:
-        return ConflictVerdict.model_validate(answer)
+        return schema.model_validate(answer)
     except ValueError:
         return None
 
 
-class JudgeAnswers:
+class JudgeAnswers(Generic[V]):
     """What one batched call produced: a parsed verdict or ``None`` (fall back) per request."""
 
-    def __init__(self, verdicts: list[ConflictVerdict | None], *, called: bool, error: str = ""):
+    def __init__(self, verdicts: list[V | None], *, called: bool, error: str = ""):
         self.verdicts = verdicts
         self.called = called
         self.error = error
 
     @classmethod
-    def none(cls, n: int, *, called: bool = False, error: str = "") -> JudgeAnswers:
+    def none(cls, n: int, *, called: bool = False, error: str = "") -> JudgeAnswers[V]:
         return cls([None] * n, called=called, error=error)
 
 
-async def _raw_answers(judge: Any, requests: Sequence[ConflictRequest]) -> Sequence[object]:
-    if isinstance(judge, ConflictJudge) or callable(getattr(judge, "resolve", None)):
-        return list(await judge.resolve(requests))
-    prompts = [conflict_prompt(r) for r in requests]
-    return list(await judge.complete_json(CONSOLIDATION_SYSTEM_PROMPT, prompts, ConflictVerdict))
-
-
-def can_judge(judge: object | None) -> bool:
-    """Whether ``judge`` can answer consolidation questions at all."""
+def can_ask(judge: object | None, question: Question[Any, Any] = CONFLICTS) -> bool:
+    """Whether ``judge`` can answer ``question`` at all."""
     if judge is None:
         return False
-    return callable(getattr(judge, "resolve", None)) or callable(
+    return callable(getattr(judge, question.method, None)) or callable(
         getattr(judge, "complete_json", None)
     )
 
 
-async def ask_judge(
-    judge: object | None, requests: Sequence[ConflictRequest], *, timeout_s: float
-) -> JudgeAnswers:
+def can_judge(judge: object | None) -> bool:
+    """Whether ``judge`` can answer consolidation's fact questions at all."""
+    return can_ask(judge, CONFLICTS)
+
+
+async def _raw_answers(
+    judge: Any, question: Question[R, V], requests: Sequence[R]
+) -> Sequence[object]:
+    own = getattr(judge, question.method, None)
+    if callable(own):
+        return list(await own(requests))
+    prompts = [question.prompt(r) for r in requests]
+    return list(await judge.complete_json(question.system, prompts, question.schema))
+
+
+async def ask(
+    judge: object | None, question: Question[R, V], requests: Sequence[R], *, timeout_s: float
+) -> JudgeAnswers[V]:
     """One batched call; any failure, timeout or garbage becomes ``None`` slots."""
-    if not requests or not can_judge(judge):
+    if not requests or not can_ask(judge, question):
         return JudgeAnswers.none(len(requests))
     try:
         async with asyncio.timeout(timeout_s):
-            raw = await _raw_answers(judge, requests)
+            raw = await _raw_answers(judge, question, requests)
     except TimeoutError:
         return JudgeAnswers.none(len(requests), called=True, error="judge timed out")
     except Exception as exc:
@@ -219,5 +253,12 @@ async def ask_judge(
     if len(raw) != len(requests):
         error = f"judge answered {len(raw)} items for {len(requests)} requests"
         return JudgeAnswers.none(len(requests), called=True, error=error)
-    verdicts = [None if isinstance(a, BaseException) else _parse(a) for a in raw]
+    verdicts = [None if isinstance(a, BaseException) else _parse(a, question.schema) for a in raw]
     return JudgeAnswers(verdicts, called=True)
+
+
+async def ask_judge(
+    judge: object | None, requests: Sequence[ConflictRequest], *, timeout_s: float
+) -> JudgeAnswers[ConflictVerdict]:
+    """Consolidation's fact questions (:data:`CONFLICTS`) in one batched call."""
+    return await ask(judge, CONFLICTS, requests, timeout_s=timeout_s)

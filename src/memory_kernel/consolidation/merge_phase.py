@@ -101,7 +101,7 @@ async def _judge(
     ctx: RunContext, plan: PairPlan, views: dict[uuid.UUID, FactView], penalised: Penalised
 ) -> list[Unit]:
     conflicts, merges = judge_cases(plan)
-    ctx.ambiguous = len(conflicts) + len(merges)
+    ctx.ambiguous += len(conflicts) + len(merges)
     if ctx.dry_run and can_judge(ctx.rt.judge):
         # A dry run never calls the judge: its cases are reported as ``ambiguous`` only,
         # their outcome is the judge's to decide in the real run.

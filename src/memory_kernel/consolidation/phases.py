@@ -6,7 +6,8 @@ Writes take the agent's fact lock (``mk-facts:<agent>``, the lock ``learn`` take
 transaction, so a learn waits for at most one batch. A dry run runs the same phases on one
 transaction that is rolled back (``Database.rehearse``). The phases live in their own modules:
 ``confidence_phase`` (evidence, decay), ``merge_phase`` (candidates, plan, judge) and
-``write_phase`` (apply, deprecate), ``vectors_phase`` (vectors an outage left out); this one
+``write_phase`` (apply, deprecate), ``vectors_phase`` (vectors an outage left out),
+``gate_phase`` (a judge reads layer 1's uncertain band again); this one
 drains the queue, promotes, and runs them.
 """
 
@@ -17,10 +18,12 @@ from datetime import timedelta
 
 from sqlalchemy import func, select, text
 
+from memory_kernel.brain import Brain
 from memory_kernel.cognitive import turn_results
 from memory_kernel.consolidation.apply import Unit
 from memory_kernel.consolidation.confidence_phase import run_confidence
 from memory_kernel.consolidation.context import ProgressCallback, RunContext
+from memory_kernel.consolidation.gate_phase import review_gate
 from memory_kernel.consolidation.merge_phase import decide
 from memory_kernel.consolidation.vectors_phase import fill_vectors
 from memory_kernel.consolidation.write_phase import apply_all, deprecate_all
@@ -55,9 +58,10 @@ class AgentRun:
         progress: ProgressCallback | None,
         episodes: EpisodeService | None = None,
         extraction: ExtractionService | None = None,
+        brain: Brain | None = None,
     ) -> None:
         self.rt, self.facts, self.agent_id, self.dry_run = rt, facts_service, agent_id, dry_run
-        self.episodes, self.extraction = episodes, extraction
+        self.episodes, self.extraction, self.brain = episodes, extraction, brain
         self.ctx = RunContext(
             rt, facts_service, agent_id, dry_run=dry_run, progress=progress, now=rt.clock.now()
         )
@@ -102,6 +106,7 @@ class AgentRun:
     async def _phases(self) -> None:
         await self._drain_pending()
         await fill_vectors(self.ctx)
+        await review_gate(self.ctx, self.brain)
         if not self.dry_run:  # storage layout only: it changes no count
             await self._promote()
         await self._confidence()

@@ -12,6 +12,7 @@ from sqlalchemy import any_, bindparam, func, select, text, union, update
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.brain.store import agents_to_review
 from memory_kernel.consolidation.plans import FactView, Pair
 from memory_kernel.consolidation.policy import ConfidenceChange, ConfidenceState
 from memory_kernel.models.enums import EpisodeStatus, EventKind, FactStatus
@@ -63,9 +64,12 @@ async def unlock(conn: AsyncConnection, agent_id: str) -> None:
     await conn.commit()
 
 
-async def active_agents(conn: AsyncConnection) -> list[str]:
+async def active_agents(
+    conn: AsyncConnection, review_band: tuple[float, float] | None = None
+) -> list[str]:
     """Agents with current facts, ongoing episodes (which may be idle and need ending),
-    turns queued for extraction, or memories an embedder outage left without a vector: a
+    turns queued for extraction, or memories an embedder outage left without a vector, and
+    with ``review_band`` (a judge reads it) deliberations in it no judge has read: a
     maintenance listing, ids only, nothing of their content."""
     with_facts = select(facts.c.agent_id).where(
         facts.c.status.in_([_ACTIVE, FactStatus.PENDING_EMBED.value])
@@ -77,7 +81,8 @@ async def active_agents(conn: AsyncConnection) -> list[str]:
     without_vector = [
         select(t.c.agent_id).where(_without_vector(name)) for name, (t, _) in VECTORED.items()
     ]
-    both = union(with_facts, with_episodes, with_queue, *without_vector).subquery()
+    to_review = [] if review_band is None else [agents_to_review(*review_band)]
+    both = union(with_facts, with_episodes, with_queue, *without_vector, *to_review).subquery()
     stmt = select(both.c.agent_id).order_by(both.c.agent_id)
     return [str(a) for a in (await conn.scalars(stmt)).all()]
 

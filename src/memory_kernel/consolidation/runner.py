@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memory_kernel.brain import Brain
 from memory_kernel.consolidation import repository as repo
+from memory_kernel.consolidation.gate_phase import review_band
 from memory_kernel.consolidation.phases import AgentRun, ProgressCallback
 from memory_kernel.errors import MemoryKernelError, ValidationError
 from memory_kernel.heart.episodes.service import EpisodeService
@@ -47,11 +49,13 @@ class Consolidator:
         facts: FactService,
         episodes: EpisodeService | None = None,
         extraction: ExtractionService | None = None,
+        brain: Brain | None = None,
     ) -> None:
         self._rt = runtime
         self._facts = facts
         self._episodes = episodes
         self._extraction = extraction
+        self._brain = brain
 
     async def consolidate(
         self, agent_id: str, *, dry_run: bool = False, progress: ProgressCallback | None = None
@@ -86,7 +90,7 @@ class Consolidator:
             # Stored ids are not checked again: one written before the id policy tightened
             # (docs/integration.md, "Ids") must not stop every other agent's run.
             async with self._rt.db.connection() as conn:
-                agent_ids = await repo.active_agents(conn)
+                agent_ids = await repo.active_agents(conn, review_band(self._rt))
         else:
             agent_ids = [check_agent_id(a) for a in agent_ids]
         gate = asyncio.Semaphore(limit)
@@ -126,7 +130,7 @@ class Consolidator:
     ) -> AgentConsolidation:
         run = AgentRun(
             self._rt, self._facts, agent_id, dry_run=dry_run, progress=progress,
-            episodes=self._episodes, extraction=self._extraction,
+            episodes=self._episodes, extraction=self._extraction, brain=self._brain,
         )  # fmt: skip
         status, errors = AgentRunStatus.DONE, run.errors
         try:

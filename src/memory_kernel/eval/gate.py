@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -36,6 +37,8 @@ from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.eval.targets import targets_for
+from memory_kernel.judges.base import Judge
+from memory_kernel.models.consolidation import AgentRunStatus, ConsolidationAction
 from memory_kernel.protocols import Embedder
 
 __all__ = [
@@ -50,6 +53,7 @@ __all__ = [
 ]
 
 _LABELS = ("decision", "noise")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class GateDecision(NamedTuple):
@@ -190,43 +194,128 @@ async def replay_all(
     return results
 
 
+class _Replayed(NamedTuple):
+    framed: list[TurnResult]
+    content: list[TurnResult]
+    counters: str
+    #: With a judge: what each row ended as after the nightly runs, and what it was asked.
+    judged: list[GateDecision] | None = None
+    asked: Metrics | None = None
+
+
 async def _replay_both(
-    rows: Sequence[dict[str, Any]], embedder: Embedder, config: MemoryKernelConfig | None
-) -> tuple[list[TurnResult], list[TurnResult], str]:
+    rows: Sequence[dict[str, Any]],
+    embedder: Embedder,
+    config: MemoryKernelConfig | None,
+    judge: Judge | None = None,
+) -> _Replayed:
     """Every row replayed with its frame as given and in the decision frame, on one fresh
-    kernel; and a line of the gate's counters."""
+    kernel; a line of the gate's counters; with ``judge``, both agents then consolidated
+    until the judge has read their uncertain band (``brain.review``)."""
     clock = FrozenClock()
-    async with eval_kernel(embedder, clock=clock, config=config) as kernel:
+    async with eval_kernel(embedder, clock=clock, config=config, judge=judge) as kernel:
         framed = await replay_all(kernel, clock, rows, agent="gate")
         content = await replay_all(kernel, clock, rows, agent="gate-content", frame="decision")
         stats = kernel.stats()
-    counters = (
-        f"kernel.stats(): informational {stats.informational.reasons}, "
-        f"quality gate {stats.quality_gate.reasons}, duplicate {stats.duplicate.reasons}"
+        counters = (
+            f"kernel.stats(): informational {stats.informational.reasons}, "
+            f"quality gate {stats.quality_gate.reasons}, duplicate {stats.duplicate.reasons}"
+        )
+        if judge is None:
+            return _Replayed(framed, content, counters)
+        asked: Metrics = dict.fromkeys(_ASKED, 0)
+        for agent in ("gate", "gate-content"):
+            await _consolidate_judged(kernel, agent, asked)
+        judged = [
+            GateDecision(
+                await _recorded_in(kernel, "gate", row),
+                await _recorded_in(kernel, "gate-content", row),
+            )
+            for row in rows
+        ]
+    return _Replayed(framed, content, counters, judged, asked)
+
+
+_ASKED = ("judge_questions", "judge_calls", "judge_rejected", "judge_restored", "judge_fallbacks")
+
+
+async def _consolidate_judged(kernel: MemoryKernel, agent: str, asked: Metrics) -> None:
+    """The nightly run, again until a run reads nothing more (``judge_max_items`` each)."""
+    for _ in range(1000):
+        (run,) = (await kernel.consolidate(agent)).agents
+        if run.status is not AgentRunStatus.DONE:
+            raise ConfigError(f"consolidating {agent} failed: {run.error}")
+        read = run.counts.get(ConsolidationAction.DECISIONS_REVIEWED, 0)
+        asked["judge_questions"] += read + run.counts.get(ConsolidationAction.JUDGE_FALLBACK, 0)
+        asked["judge_calls"] += run.judge_calls
+        asked["judge_rejected"] += run.counts.get(ConsolidationAction.DECISIONS_REJECTED, 0)
+        asked["judge_restored"] += run.counts.get(ConsolidationAction.DECISIONS_RESTORED, 0)
+        asked["judge_fallbacks"] += run.counts.get(ConsolidationAction.JUDGE_FALLBACK, 0)
+        if not read:
+            return
+
+
+async def _recorded_in(kernel: MemoryKernel, agent: str, row: dict[str, Any]) -> bool:
+    """Whether the row's session holds an active decision (as ``recorded`` of its result)."""
+    found = await kernel.brain.get_recent_decisions(
+        agent, _EPOCH, limit=1, session_id=f"{agent}-{row['id']}"
     )
-    return framed, content, counters
+    return bool(found)
 
 
 async def decide(
-    rows: Sequence[dict[str, Any]], embedder: Embedder, config: MemoryKernelConfig | None = None
+    rows: Sequence[dict[str, Any]],
+    embedder: Embedder,
+    config: MemoryKernelConfig | None = None,
+    judge: Judge | None = None,
 ) -> list[GateDecision]:
-    """What was recorded of each row (frame as given, content only)."""
-    framed, content, _ = await _replay_both(rows, embedder, config)
-    return [GateDecision(recorded(f), recorded(c)) for f, c in zip(framed, content, strict=True)]
+    """What was recorded of each row (frame as given, content only); with ``judge``, after
+    the nightly runs in which it read layer 1's uncertain band."""
+    replayed = await _replay_both(rows, embedder, config, judge)
+    if replayed.judged is not None:
+        return replayed.judged
+    pairs = zip(replayed.framed, replayed.content, strict=True)
+    return [GateDecision(recorded(f), recorded(c)) for f, c in pairs]
 
 
 async def run(
-    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None
+    data: Path,
+    embedder: Embedder,
+    *,
+    config: MemoryKernelConfig | None = None,
+    judge: str | Judge | None = None,
 ) -> SuiteReport:
+    """The suite; with ``judge`` (``openai:<model>@<base_url>``, or a judge object), the
+    gate's figures are those after the nightly runs in which it read layer 1's uncertain
+    band (``ConsolidationConfig.judge_decision_band``)."""
     rows = load_rows(data)
-    framed, content, counters = await _replay_both(rows, embedder, config)
+    if isinstance(judge, str):
+        from memory_kernel.eval.dedup_judge import judge_from_name
+
+        async with judge_from_name(judge) as chat:
+            replayed = await _replay_both(rows, embedder, config, chat)
+    else:
+        replayed = await _replay_both(rows, embedder, config, judge)
+    framed, content = replayed.framed, replayed.content
     main, alt = [recorded(r) for r in framed], [recorded(r) for r in content]
-    metrics = score(rows, [GateDecision(f, c) for f, c in zip(main, alt, strict=True)])
-    notes = [
-        f"rows {len(rows)}; each row replayed as one turn in its own session",
+    notes = [f"rows {len(rows)}; each row replayed as one turn in its own session"]
+    extra: Metrics = {}
+    if replayed.judged is not None and replayed.asked is not None:
+        before = score(rows, [GateDecision(f, c) for f, c in zip(main, alt, strict=True)])
+        notes.append(
+            "with a judge: each agent consolidated until the judge read layer 1's uncertain "
+            f"band; before it: noise {before['noise_rate']} (content only "
+            f"{before['content_noise_rate']}), missed {before['decisions_missed']} (content "
+            f"only {before['content_decisions_missed']})"
+        )
+        main = [d.framed for d in replayed.judged]
+        alt = [d.content for d in replayed.judged]
+        extra = dict(replayed.asked)
+    metrics = {**score(rows, [GateDecision(f, c) for f, c in zip(main, alt, strict=True)]), **extra}
+    notes += [
         f"misclassified (frame as given): {', '.join(_wrong(rows, main)) or 'none'}",
         f"misclassified (content only): {', '.join(_wrong(rows, alt)) or 'none'}",
-        counters,
+        replayed.counters,
     ]
     return SuiteReport(
         suite="gate",

@@ -24,6 +24,7 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.eval import gate
 from memory_kernel.eval._metrics import Metrics
 from memory_kernel.eval.kernel_api import DecisionScorer, fit_decision_classifier
+from memory_kernel.judges.base import Judge
 from memory_kernel.protocols import Embedder
 
 __all__ = ["FittedGate", "LearnedGate"]
@@ -42,9 +43,16 @@ class FittedGate:
 class LearnedGate:
     """The decision classifier, refitted on each fold's training rows."""
 
-    def __init__(self, embedder: Embedder, config: MemoryKernelConfig | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        config: MemoryKernelConfig | None = None,
+        judge: Judge | None = None,
+    ) -> None:
         self._embedder = embedder
         self._config = config or MemoryKernelConfig()
+        #: Reads each held-out fold's uncertain band after its replay (``gate.decide``).
+        self._judge = judge
 
     @property
     def fitted(self) -> str:
@@ -70,7 +78,7 @@ class LearnedGate:
             weights = Path(tmp) / "decision_scorer.json"
             weights.write_text(json.dumps(params.scorer.to_json()), encoding="utf-8")
             config = _with_classifier(self._config, weights)
-            decisions = await gate.decide(rows, self._embedder, config)
+            decisions = await gate.decide(rows, self._embedder, config, self._judge)
         return gate.score(rows, decisions)
 
     def describe(self, params: FittedGate) -> str:

@@ -2,7 +2,7 @@
 
 Each function is ``async def run(data: Path, embedder: Embedder) -> SuiteReport``; a suite
 listed in ``SUITE_OPTIONS`` also takes those keyword options (``--budget``, ``--limit``,
-``--contexts``, ``--extractor``; ``--judge`` for dedup).
+``--contexts``, ``--extractor``; ``--judge`` for dedup and gate).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ SUITES: dict[str, str] = {
 SUITE_OPTIONS: dict[str, frozenset[str]] = {
     "conversations": frozenset({"budget", "limit", "contexts", "extractor"}),
     "dedup": frozenset({"judge"}),
+    "gate": frozenset({"judge"}),
 }
 
 

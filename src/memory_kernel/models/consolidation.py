@@ -21,7 +21,8 @@ __all__ = [
 
 
 class ConsolidationAction(StrEnum):
-    """What consolidation did to facts and episodes (the keys of the report's counts)."""
+    """What consolidation did to facts, episodes and decisions (the keys of the report's
+    counts)."""
 
     EMBEDDED = "embedded"  # a pending fact got its vector (and became active)
     REINFORCED = "reinforced"  # supporting episodes raised its confidence
@@ -38,6 +39,11 @@ class ConsolidationAction(StrEnum):
     TURN_RESULTS_PRUNED = "turn_results_pruned"  # post_turn results past their retention
     # episodes, turns, decisions stored without a vector (an embedder outage) got theirs
     VECTORS_FILLED = "vectors_filled"
+    # a judge's second reading of layer 1's uncertain band (brain.review): read, and of
+    # those, recorded decisions rejected and rejected responses recorded after all
+    DECISIONS_REVIEWED = "decisions_reviewed"
+    DECISIONS_REJECTED = "decisions_rejected"
+    DECISIONS_RESTORED = "decisions_restored"
 
 
 class ConsolidationPhase(StrEnum):

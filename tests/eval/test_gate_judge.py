@@ -1,0 +1,64 @@
+"""``memory-kernel eval gate --judge``: after the replay, each agent is consolidated with a
+judge on a real OpenAI-compatible HTTP server (127.0.0.1) that answers from the test's
+labels; the figures are those after it read layer 1's uncertain band."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from memory_kernel.cli import app
+from tests.consolidation.test_gate_review import (
+    CLEAR_DECISION,
+    CLEAR_NOISE,
+    DECISION_REJECTED,
+    NOISE_RECORDED,
+)
+from tests.httpserver import Reply, Request, chat_reply, serve
+
+runner = CliRunner()
+pytestmark = pytest.mark.usefixtures("eval_dsn")
+
+ROWS = [
+    {"id": "noise-in-band", "frame": "decision", "response_text": NOISE_RECORDED, "label": "noise"},
+    {"id": "decision-in-band", "frame": "decision", "response_text": DECISION_REJECTED,
+     "label": "decision"},
+    {"id": "decision", "frame": "decision", "response_text": CLEAR_DECISION, "label": "decision"},
+    {"id": "noise", "frame": "decision", "response_text": CLEAR_NOISE, "label": "noise"},
+]  # fmt: skip
+DECISIONS = {r["response_text"] for r in ROWS if r["label"] == "decision"}
+
+
+def _answer(request: Request) -> Reply:
+    answered = json.loads(request.json()["messages"][1]["content"])["agent_answered"]
+    return chat_reply(json.dumps({"is_decision": answered in DECISIONS, "reason": "label"}))
+
+
+def _run(data: Path, out: Path, *extra: str) -> Any:
+    return runner.invoke(app, ["eval", "gate", "--data", str(data), "--json", str(out), *extra])
+
+
+def test_the_judge_reads_the_band_and_the_figures_are_after_it(tmp_path: Path) -> None:
+    data = tmp_path / "gate.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    plain = _run(data, tmp_path / "p.json")
+    assert plain.exit_code == 0, plain.output
+    before = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))["metrics"]
+    assert before["content_noise_recorded"] == 1 and before["content_decisions_missed"] == 1
+    with serve(_answer) as server:
+        result = _run(data, tmp_path / "j.json", "--judge", f"openai:tiny@{server.url}/v1")
+        assert result.exit_code == 0, result.output
+        # Two agents (frame as given, content only), two responses in the band each, one
+        # HTTP request per response (ChatJudge asks the items of a batch one by one).
+        assert len(server.requests) == 4
+    report = json.loads((tmp_path / "j.json").read_text(encoding="utf-8"))
+    metrics = report["metrics"]
+    assert metrics["content_noise_recorded"] == 0 and metrics["content_decisions_missed"] == 0
+    assert metrics["noise_recorded"] == 0 and metrics["decisions_missed"] == 0
+    assert metrics["judge_questions"] == 4 and metrics["judge_calls"] == 2
+    assert metrics["judge_rejected"] == 2 and metrics["judge_restored"] == 2
+    assert any("before it: noise" in note for note in report["notes"])
