@@ -1,7 +1,7 @@
 """How far a judge of layer 1's uncertain band could take the decision gate: a ceiling.
 
     MEMORY_KERNEL_EVAL_DSN=... python scripts/gate_judge_ceiling.py FILE [FILE ...] \\
-        [--band 0.2,0.8] [--folds 5 --seed 0] [--sealed]
+        [--band 0.2,0.8|off] [--folds 5 --seed 0] [--sealed]
 
 Each gate file is replayed through ``pre_turn``/``post_turn`` as ``memory-kernel eval gate``
 does, then each agent is consolidated with a judge that answers every question from the
@@ -100,13 +100,17 @@ async def _one(
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path)
-    parser.add_argument("--band", default=None, help="low,high (default: the configured band)")
+    parser.add_argument(
+        "--band", default=None, help="low,high or off (default: the configured band)"
+    )
     parser.add_argument("--folds", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sealed", action="store_true", help="totals over the files only")
     args = parser.parse_args()
     section: dict[str, Any] = {}
-    if args.band:
+    if args.band == "off":  # the same replay without the judge: the figures before it
+        section["judge_decision_band"] = None
+    elif args.band:
         section["judge_decision_band"] = [float(x) for x in args.band.split(",")]
     config = MemoryKernelConfig.from_mapping({"consolidation": section})
     total, asked, rows = [0, 0, 0, 0], 0, 0

@@ -284,8 +284,9 @@ def eval_(
         str | None,
         typer.Option(
             "--judge",
-            help="dedup: also consolidate each pair learn kept apart with this judge, "
-            "openai:<model>@<base_url> (key from MEMORY_KERNEL_JUDGE_API_KEY or OPENAI_API_KEY)",
+            help="dedup, gate: also consolidate with this judge (each pair learn kept apart; "
+            "each gate agent after its replay), openai:<model>@<base_url> (key from "
+            "MEMORY_KERNEL_JUDGE_API_KEY or OPENAI_API_KEY)",
             show_default=False,
         ),
     ] = None,

@@ -183,9 +183,10 @@ class ConsolidationConfig(Frozen):
             "(layer 1) lies in [low, high] are asked about once, at the agent's next run "
             "(brain/review.py): a recorded one the judge finds no decision in is rejected, a "
             "rejected one it finds a decision in goes through layers 3 and 2. On the gate "
-            "sets 0.2-0.8 holds about 39% of responses; a perfect judge of it would leave "
-            "noise 0.112 and missed 0.050 on the sealed blind sets (0.269 and 0.240 without; "
-            "docs/tuning.md). Up to judge_max_items per run, oldest first. None: off."
+            "sets 0.2-0.8 holds a third to a half of the responses; a perfect judge of it "
+            "would leave noise 0.113 and missed 0.060 on the sealed blind sets (0.269 and "
+            "0.240 without; docs/tuning.md, twenty-third round). Up to judge_max_items per "
+            "run, oldest first. None: off."
         ),
     )
     judge_max_calls: int = Field(
