@@ -21,6 +21,7 @@ _SQL = re.compile(
 # (file relative to src/memory_kernel, interpolated expression) -> why it cannot carry a value
 ALLOWED: dict[tuple[str, str], str] = {
     ("eval/store.py", "schema"): "a throwaway schema name the eval harness generates",
+    ("brain/store.py", "_IN_BAND"): "a constant predicate; its values are bound parameters",
     ("storage/database.py", "table"): "PARTITIONED_TABLES, a fixed tuple of table names",
     ("storage/database.py", "int(dim)"): "the embedder's dimension, forced to int",
     (
