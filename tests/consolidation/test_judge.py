@@ -167,6 +167,31 @@ async def test_judge_items_per_call_are_capped(
     assert report.count(Action.JUDGE_FALLBACK) == 1
 
 
+@pytest.mark.parametrize("jkernel", [{"consolidation": {"judge_max_items": 1}}], indirect=True)
+async def test_a_case_kept_apart_is_not_asked_again_so_the_next_one_is(
+    jkernel: MemoryKernel, judge: ResolvingJudge
+) -> None:
+    """Before, a "keep both" was forgotten: the same most similar case was asked every night
+    and the one after it never."""
+    await add_fact(jkernel, A, WINDOW_OLD)
+    await add_fact(jkernel, A, WINDOW_NEW)
+    await add_fact(jkernel, A, LIKES)
+    await add_fact(jkernel, A, DISLIKES)
+    judge.add(*[{"decision": "keep_both", "reason": "both hold"}] * 2)
+    first = await jkernel.consolidate(A)
+    second = await jkernel.consolidate(A)
+    third = await jkernel.consolidate(A)
+    assert [first.judge_calls, second.judge_calls, third.judge_calls] == [1, 1, 0]
+    requests: list[Any] = list(judge.requests)  # ConflictRequests, as resolve received them
+    asked = [frozenset(f.content for f in r.facts) for r in requests]
+    assert len(asked) == 2
+    assert set(asked) == {frozenset((LIKES, DISLIKES)), frozenset((WINDOW_OLD, WINDOW_NEW))}
+    kept = [e for e in await events_of(jkernel, A) if e.event == "judged_apart"]
+    assert len(kept) == 2 and {e.decided_by for e in kept} == {"judge"}
+    assert all(len(e.details["members"]) == 2 and e.reason == "both hold" for e in kept)
+    assert third.count(Action.KEPT_BOTH) == third.count(Action.JUDGE_FALLBACK) == 0
+
+
 class JsonJudge:
     """Speaks ChatJudge's generic batched call (``complete_json``), not ``resolve``."""
 

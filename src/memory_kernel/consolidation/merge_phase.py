@@ -23,6 +23,8 @@ from memory_kernel.consolidation.resolve import (
 )
 from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.consolidation import ConsolidationPhase as Phase
+from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind
+from memory_kernel.storage.events import Event, write_events
 
 __all__ = ["decide"]
 
@@ -37,6 +39,15 @@ async def decide(ctx: RunContext) -> list[Unit]:
     units = rule_units(plan)
     units += await _judge(ctx, plan, views, penalised)
     return units
+
+
+async def _not_judged(ctx: RunContext, cases: list[Case]) -> list[Case]:
+    """The cases no judge has kept apart yet: a "keep both" is the answer for good."""
+    if not cases:
+        return cases
+    async with ctx.rt.db.connection() as conn:
+        judged = await repo.judged_apart(conn, ctx.agent_id)
+    return [c for c in cases if frozenset(c.ids) not in judged]
 
 
 async def _plan(ctx: RunContext) -> tuple[PairPlan, dict[uuid.UUID, FactView], Penalised]:
@@ -101,6 +112,8 @@ async def _judge(
     ctx: RunContext, plan: PairPlan, views: dict[uuid.UUID, FactView], penalised: Penalised
 ) -> list[Unit]:
     conflicts, merges = judge_cases(plan)
+    if can_judge(ctx.rt.judge):
+        conflicts, merges = await _not_judged(ctx, conflicts), await _not_judged(ctx, merges)
     ctx.ambiguous += len(conflicts) + len(merges)
     if ctx.dry_run and can_judge(ctx.rt.judge):
         # A dry run never calls the judge: its cases are reported as ``ambiguous`` only,
@@ -137,18 +150,35 @@ async def _ask(
     if answers.error:
         ctx.errors.append(answers.error)
     units: list[Unit] = []
+    kept: list[Event] = []
     fallbacks = len(overflow)
     thresholds = ctx.facts.thresholds()
     for case, verdict in zip(asked, answers.verdicts, strict=True):
         decided = None if verdict is None else verdict_units(
             case, verdict, views, thresholds, penalised=penalised
         )  # fmt: skip
-        if decided is None:
+        if verdict is None or decided is None:
             fallbacks += 1
-        elif not decided:
+        elif not decided:  # kept apart: not asked again (``_not_judged``)
             ctx.counts[Action.KEPT_BOTH] += 1
+            kept.append(judged_apart(ctx, case, verdict.reason))
         units += decided or []
+    if kept:
+        async with ctx.locked() as conn:
+            await write_events(conn, kept)
     # The rule decision for an ambiguous case is to change nothing.
     ctx.counts[Action.JUDGE_FALLBACK] += fallbacks
     ctx.counts[Action.KEPT_BOTH] += fallbacks
     return units
+
+
+def judged_apart(ctx: RunContext, case: Case, reason: str) -> Event:
+    """The audit row of a judge's "keep both": on the case's first fact, the second as
+    ``related_id``, every fact of the case in ``details.members``."""
+    return Event(
+        agent_id=ctx.agent_id, kind=MemoryKind.FACT, memory_id=case.ids[0],
+        event=EventKind.JUDGED_APART, decided_by=DecidedBy.JUDGE, at=ctx.rt.clock.now(),
+        reason=reason, related_id=case.ids[1] if len(case.ids) > 1 else None,
+        score=case.similarity, details={"kind": case.kind.value,
+                                         "members": [str(i) for i in case.ids]},
+    )  # fmt: skip

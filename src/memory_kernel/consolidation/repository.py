@@ -296,6 +296,18 @@ async def penalised_pairs(
     return frozenset(found)
 
 
+async def judged_apart(conn: AsyncConnection, agent_id: str) -> frozenset[frozenset[uuid.UUID]]:
+    """The facts of each ambiguous case a judge kept apart (``judged_apart`` events): not
+    asked about again."""
+    stmt = select(memory_events.c.details).where(
+        memory_events.c.agent_id == agent_id,
+        memory_events.c.event == EventKind.JUDGED_APART.value,
+    )
+    return frozenset(
+        frozenset(uuid.UUID(i) for i in details["members"]) for details in await conn.scalars(stmt)
+    )
+
+
 _VIEW_COLUMNS = [
     facts.c.id, facts.c.content, facts.c.category, facts.c.subject_key, facts.c.confidence,
     facts.c.evidence_count, facts.c.valid_from, facts.c.contradicts,

@@ -93,4 +93,5 @@ class EventKind(StrEnum):
     DECISION_STARTED = "decision_started"
     DECISION_FINALIZED = "decision_finalized"
     DECISION_OUTCOME = "decision_outcome"  # a decision's outcome recorded (0008)
+    JUDGED_APART = "judged_apart"  # a consolidation judge kept an ambiguous case apart (0014)
     CONTEXT_ASSEMBLED = "context_assembled"  # post_turn keeps the turn's ContextReport
