@@ -20,7 +20,7 @@ from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.consolidation import ConsolidationPhase as Phase
 from memory_kernel.models.enums import DecidedBy, EventKind, MemoryKind
 from memory_kernel.models.turns import TurnOutcome
-from memory_kernel.runtime import Runtime
+from memory_kernel.runtime import Runtime, Vector
 from memory_kernel.storage.events import Event, write_events
 
 __all__ = ["GATE_REVIEW", "review_band", "review_gate"]
@@ -76,9 +76,7 @@ async def _apply(
     """The judge's answer on the row as it is now; the actions it counts."""
     change = review.change(request, verdict)
     marked = review.reviewed(request, verdict, judge)
-    if change is Change.RESTORE:  # drafted and embedded before the unit, as post_turn does
-        description, reasoning = draft_decision(TurnOutcome(response_text=request.response))
-        vector = (await ctx.rt.embed_or_none([description]))[0]
+    draft = await _draft(ctx, request) if change is Change.RESTORE else None
     async with ctx.rt.db.transaction() as conn:
         try:
             current, _ = await store.get_for_update(
@@ -86,9 +84,8 @@ async def _apply(
             )
         except NotFoundError:  # erased since it was read
             return []
-        if current.active != request.recorded or current.metadata.get(review.GATE_KEY) != (
-            request.gate
-        ):
+        as_read = current.metadata.get(review.GATE_KEY) == request.gate
+        if current.active != request.recorded or not as_read:
             return []
         if change is Change.REJECT:
             await brain.abandon(
@@ -98,7 +95,7 @@ async def _apply(
             return [Action.DECISIONS_REVIEWED, Action.DECISIONS_REJECTED]
         now = ctx.rt.clock.now()
         values = {"metadata": {**current.metadata, review.GATE_KEY: marked}, "updated_at": now}
-        if change is None:
+        if draft is None:  # the judge agrees with layer 1
             await store.update(conn, current, values)
             return [Action.DECISIONS_REVIEWED]
         restored = await store.update(
@@ -110,6 +107,7 @@ async def _apply(
             event=EventKind.DECISION_STARTED, decided_by=DecidedBy.JUDGE, at=now, reason=reason,
         )])  # fmt: skip
         # Layers 3 and 2 as for any deliberation: the quality gate, the session's dedup.
+        description, reasoning, vector = draft
         result = await brain.conclude(
             current.id, agent_id=ctx.agent_id, description=description, embedding=vector,
             reasoning=reasoning,
@@ -117,3 +115,12 @@ async def _apply(
     if result.decision is None:
         return [Action.DECISIONS_REVIEWED]
     return [Action.DECISIONS_REVIEWED, Action.DECISIONS_RESTORED]
+
+
+async def _draft(
+    ctx: RunContext, request: GateReviewRequest
+) -> tuple[str, str | None, Vector | None]:
+    """The decision of a response to restore, drafted and embedded before the unit, as
+    ``post_turn`` drafts one."""
+    description, reasoning = draft_decision(TurnOutcome(response_text=request.response))
+    return description, reasoning, (await ctx.rt.embed_or_none([description]))[0]
