@@ -257,3 +257,43 @@ async def test_without_a_judge_the_restatement_band_is_not_searched(kernel: Memo
     assert run.ambiguous == 0 and run.candidate_pairs == 0 and report.judge_calls == 0
     for fact in (a, b):
         assert (await get(kernel, A, fact)).status is FactStatus.ACTIVE
+
+
+STANDUP = "The team standup is at 9:30."
+MOVED = "We moved standup to 10 because of the new hires."  # a new value, in other words
+
+
+async def test_a_new_value_the_rules_leave_open_is_asked_about_and_superseded(
+    jkernel: MemoryKernel, judge: ResolvingJudge, clock: FrozenClock
+) -> None:
+    old = await add_fact(jkernel, A, STANDUP)
+    clock.advance(days=1)
+    new = await add_fact(jkernel, A, MOVED)
+    judge.add({"decision": "supersede", "winner_id": str(new), "reason": "moved to 10"})
+    report = await jkernel.consolidate(A)
+    requests: list[Any] = list(judge.requests)
+    (asked,) = requests
+    assert {f.id for f in asked.facts} == {old, new} and asked.kind is ConflictKind.CONFLICT
+    assert asked.rule_reason.startswith("possible new value of the older fact's slot")
+    assert report.count(Action.SUPERSEDED) == 1
+    retired = await get(jkernel, A, old)
+    assert retired.status is FactStatus.SUPERSEDED and retired.superseded_by == new
+
+
+@pytest.mark.parametrize(
+    "jkernel", [{"consolidation": {"judge_update_probability": None}}], indirect=True
+)
+async def test_the_update_band_can_be_off(jkernel: MemoryKernel, judge: ResolvingJudge) -> None:
+    await add_fact(jkernel, A, STANDUP)
+    await add_fact(jkernel, A, MOVED)
+    report = await jkernel.consolidate(A)
+    assert report.judge_calls == 0 and not judge.requests
+
+
+async def test_without_a_judge_the_update_band_is_not_searched(kernel: MemoryKernel) -> None:
+    a = await add_fact(kernel, A, STANDUP)
+    b = await add_fact(kernel, A, MOVED)
+    (run,) = (await kernel.consolidate(A)).agents
+    assert run.ambiguous == 0 and run.candidate_pairs == 0
+    for fact in (a, b):
+        assert (await get(kernel, A, fact)).status is FactStatus.ACTIVE

@@ -176,6 +176,20 @@ class ConsolidationConfig(Frozen):
             "Facts per round trip and per write transaction: bounds memory and lock time."
         ),
     )
+    judge_update_probability: float | None = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "With a judge only: a pair the fact rules do not decide and the update scorer "
+            "rates at least this as a newer value of the older fact's slot is an ambiguous "
+            "conflict the judge decides (supersede or keep both), down to "
+            "HeartConfig.fact_dedup_similarity in cosine, as the restatement band: the value "
+            "changes learn leaves to read-time resolution, retired at write time. A perfect "
+            "judge would leave 116 of W's 252 updates stale instead of 239 (docs/tuning.md, "
+            "twenty-third round). None: off."
+        ),
+    )
     judge_decision_band: tuple[float, float] | None = Field(
         default=(0.2, 0.8),
         description=(

@@ -68,6 +68,7 @@ async def _plan(ctx: RunContext) -> tuple[PairPlan, dict[uuid.UUID, FactView], P
         ambiguous_similarity=cfg.ambiguous_similarity,
         contradiction_similarity=cfg.contradiction_similarity,
         restatement_probability=_restatement_band(ctx),
+        update_probability=_update_band(ctx),
     )
     plan = plan_pairs(pairs, views, rules, ctx.facts.thresholds(), penalised=penalised)
     return plan, views, penalised
@@ -83,8 +84,9 @@ async def _nearest_pairs(ctx: RunContext) -> list[Pair]:
             ctx.report(Phase.CANDIDATES, done=len(store.ids))
     heart = ctx.rt.config.heart
     floor = min(heart.fact_contradiction_similarity, ctx.cfg.ambiguous_similarity)
-    if _restatement_band(ctx) is not None:
-        # Paraphrases in a lexical embedding sit far below the "same thing" cosines.
+    if _restatement_band(ctx) is not None or _update_band(ctx) is not None:
+        # Paraphrases, and a slot's old and new values, sit far below the "same thing"
+        # cosines in a lexical embedding.
         floor = min(floor, heart.fact_dedup_similarity)
     params = IvfParams(
         k=ctx.cfg.neighbours,
@@ -99,6 +101,11 @@ async def _nearest_pairs(ctx: RunContext) -> list[Pair]:
 def _restatement_band(ctx: RunContext) -> float | None:
     """The restatement band (``plans``), asked about only when a judge can answer."""
     return ctx.cfg.judge_restatement_probability if can_judge(ctx.rt.judge) else None
+
+
+def _update_band(ctx: RunContext) -> float | None:
+    """The update band (``plans``), asked about only when a judge can answer."""
+    return ctx.cfg.judge_update_probability if can_judge(ctx.rt.judge) else None
 
 
 def _search(store: VectorStore, params: IvfParams) -> list[Pair]:

@@ -14,7 +14,11 @@ duplicate, a changed value and a flipped meaning are:
 - facts with different explicit subjects are about different things: never merged;
 - with a judge, a pair the rules leave open as a restatement and the duplicate scorer rates
   at least ``restatement_probability`` (below its merge threshold) is an ambiguous merge too
-  (``heart.facts.restatement``): the paraphrases a lexical embedder cannot tell.
+  (``heart.facts.restatement``): the paraphrases a lexical embedder cannot tell;
+- with a judge, a pair the rules do not decide and the update scorer rates at least
+  ``update_probability`` as a new value of the older fact's slot is an ambiguous conflict
+  (``heart.facts.relation.update_probability``): the changes of value ``learn`` leaves to
+  read-time resolution, retired at write time when the judge says so.
 """
 
 from __future__ import annotations
@@ -27,7 +31,12 @@ from enum import StrEnum
 
 from memory_kernel.consolidation.clusters import connected_components
 from memory_kernel.heart.facts.normalise import features
-from memory_kernel.heart.facts.relation import PairRelation, RelationThresholds, classify_pair
+from memory_kernel.heart.facts.relation import (
+    PairRelation,
+    RelationThresholds,
+    classify_pair,
+    update_probability,
+)
 from memory_kernel.heart.facts.restatement import restatement_probability
 
 __all__ = [
@@ -54,6 +63,9 @@ class MergeRules:
     #: With a judge: the duplicate scorer's probability from which a possible restatement
     #: is asked about (None: no judge, or the band is off).
     restatement_probability: float | None = None
+    #: With a judge: the update scorer's probability from which a possible new value of the
+    #: older fact's slot is asked about (None: no judge, or the band is off).
+    update_probability: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +166,15 @@ def classify(
         return decided(PairKind.NONE)  # explicitly about different things
     if x.id in y.contradicts or y.id in x.contradicts:
         return decided(PairKind.NONE)  # flagged as contradicting: never merged
+    if relation is PairRelation.UPDATE and s >= rules.ambiguous_similarity:
+        return decided(PairKind.AMBIGUOUS_CONFLICT)
+    possible = _possible_update(x, y, s, rules, thresholds)
+    if possible is not None:
+        return PairDecision(
+            pair=pair, kind=PairKind.AMBIGUOUS_CONFLICT, relation=relation, reason=possible
+        )
     if relation is PairRelation.UPDATE:
-        ambiguous = s >= rules.ambiguous_similarity
-        return decided(PairKind.AMBIGUOUS_CONFLICT if ambiguous else PairKind.NONE)
+        return decided(PairKind.NONE)
     if relation is PairRelation.DUPLICATE:
         if s > rules.merge_similarity and x.category == y.category:
             return decided(PairKind.MERGE)
@@ -175,6 +193,21 @@ def classify(
                 pair=pair, kind=PairKind.AMBIGUOUS_MERGE, relation=relation, reason=why
             )
     return decided(PairKind.NONE)
+
+
+def _possible_update(
+    x: FactView, y: FactView, s: float, rules: MergeRules, thresholds: RelationThresholds
+) -> str | None:
+    """Why the judge is asked whether the newer fact gives the older one's slot a new
+    value (the update scorer rates it at least ``update_probability``); ``None``: not."""
+    band = rules.update_probability
+    if band is None:
+        return None
+    old, new = _ordered(x, y)
+    p = update_probability(features(old.content), features(new.content), s, thresholds)
+    if p < band:
+        return None
+    return f"possible new value of the older fact's slot (update scorer p={p:.2f})"
 
 
 def winner_of(members: Iterable[FactView]) -> FactView:
