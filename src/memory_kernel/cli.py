@@ -13,6 +13,7 @@ from rich.table import Table
 from memory_kernel.cli_common import (
     DataDirOption,
     DsnOption,
+    JudgeOption,
     SchemaOption,
     StoreEmbedderOption,
     console,
@@ -107,8 +108,10 @@ def consolidate(
     ] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Agents at once.")] = 2,
     embedder: StoreEmbedderOption = "hybrid",
+    judge: JudgeOption = None,
 ) -> None:
-    """Nightly maintenance: evidence, decay, contradictions, merging, deprecation."""
+    """Nightly maintenance: evidence, decay, contradictions, merging, deprecation; with
+    --judge, the ambiguous cases and the decision gate's uncertain band go to it."""
     from memory_kernel.consolidation.cli import run_consolidate
 
     if (agent is None) == (not all_agents):
@@ -118,7 +121,7 @@ def consolidate(
         asyncio.run(
             run_consolidate(
                 console, dsn=dsn, data_dir=data_dir, storage=storage_config(schema), agent=agent,
-                dry_run=dry_run, concurrency=concurrency, embedder=embedder,
+                dry_run=dry_run, concurrency=concurrency, embedder=embedder, judge=judge,
             )
         )  # fmt: skip
     except MemoryKernelError as exc:

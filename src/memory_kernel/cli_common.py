@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from memory_kernel.kernel import MemoryKernel
 
 __all__ = [
-    "DataDirOption", "DsnOption", "SchemaOption", "StoreEmbedderOption", "console", "fail",
-    "kernel_opened", "opened", "print_counts", "run_command", "storage_config",
+    "DataDirOption", "DsnOption", "JudgeOption", "SchemaOption", "StoreEmbedderOption",
+    "console", "fail", "kernel_opened", "opened", "print_counts", "run_command",
+    "storage_config",
 ]  # fmt: skip
 
 console = Console()
@@ -70,6 +71,15 @@ def print_counts(title: str, report: object, names: tuple[str, ...]) -> None:
     console.print(table)
 
 
+JudgeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--judge",
+        help="A judge for the ambiguous cases: openai:<model>@<base_url> (key from "
+        "MEMORY_KERNEL_JUDGE_API_KEY or OPENAI_API_KEY)",
+        show_default=False,
+    ),
+]
 StoreEmbedderOption = Annotated[
     str,
     typer.Option(
@@ -81,19 +91,28 @@ StoreEmbedderOption = Annotated[
 @asynccontextmanager
 async def kernel_opened(
     dsn: str | None, data_dir: Path | None, storage: StorageConfig, embedder: str,
-    *, serving: bool = False,
+    *, serving: bool = False, judge: str | None = None,
 ) -> AsyncIterator[MemoryKernel]:  # fmt: skip
     """A kernel on the store; ``embedder`` must be the store's. For a one-off command no
     background queue worker (the command drains what it needs itself); ``serving`` (a
-    long-running server) keeps it."""
-    from memory_kernel.eval.embedders import embedder_from_name
+    long-running server) keeps it. ``judge``: ``openai:<model>@<base_url>``, a
+    ``ChatJudge`` for the kernel, closed with it."""
+    from memory_kernel.eval.embedders import embedder_from_name, judge_from_name
     from memory_kernel.kernel import MemoryKernel
 
     one_off = {} if serving else {"consolidation": {"embed_worker": False}}
     config = MemoryKernelConfig.from_mapping({"storage": storage.model_dump(), **one_off})
-    async with MemoryKernel.open(
-        dsn, config=config, data_dir=data_dir, embedder=embedder_from_name(embedder)
-    ) as kernel:
+    async with AsyncExitStack() as stack:
+        chat = None if judge is None else await stack.enter_async_context(judge_from_name(judge))
+        kernel = await stack.enter_async_context(
+            MemoryKernel.open(
+                dsn,
+                config=config,
+                data_dir=data_dir,
+                embedder=embedder_from_name(embedder),
+                judge=chat,
+            )
+        )
         yield kernel
 
 

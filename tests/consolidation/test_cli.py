@@ -1,16 +1,20 @@
-"""``memory-kernel consolidate``: one agent or all, dry run, the summary table."""
+"""``memory-kernel consolidate``: one agent or all, dry run, the summary table, a judge."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import uuid
 
 from typer.testing import CliRunner
 
-from memory_kernel import MemoryKernel
+from memory_kernel import MemoryKernel, TurnInput, TurnOutcome
 from memory_kernel.cli import app
 from memory_kernel.models.enums import FactStatus
 from tests.conftest import schema_config
 from tests.consolidation.conftest import add_fact, all_facts
+from tests.consolidation.test_gate_review import DECISION_REJECTED, NOISE_RECORDED
+from tests.httpserver import Reply, Request, chat_reply, serve
 
 DUPES = ("The billing service stores snapshots in bucket archive-7.",
          "The billing service stores snapshots in bucket archive-7")  # fmt: skip
@@ -45,3 +49,44 @@ def test_consolidate_command(pg_dsn: str, drop_schema: str) -> None:
     for agent in ("cli-a", "cli-b"):
         statuses = asyncio.run(_statuses(pg_dsn, drop_schema, agent))
         assert statuses == sorted([FactStatus.ACTIVE, FactStatus.MERGED])
+
+
+async def _seed_gate(dsn: str, schema: str) -> list[uuid.UUID]:
+    """Two deliberating turns in layer 1's uncertain band: a decision it rejected, noise it
+    recorded."""
+    ids = []
+    async with MemoryKernel.open(dsn, config=schema_config(schema)) as kernel:
+        for session, response in (("s1", DECISION_REJECTED), ("s2", NOISE_RECORDED)):
+            turn = TurnInput(
+                agent_id="cli-g", session_id=session, message="Go on.", frame="decision"
+            )
+            ctx = await kernel.pre_turn(turn)
+            await kernel.post_turn(ctx.turn, TurnOutcome(response_text=response))
+            assert ctx.turn.decision_id is not None
+            ids.append(ctx.turn.decision_id)
+    return ids
+
+
+async def _active(dsn: str, schema: str, ids: list[uuid.UUID]) -> list[bool]:
+    async with MemoryKernel.open(dsn, config=schema_config(schema)) as kernel:
+        return [(await kernel.brain.get(i, agent_id="cli-g")).active for i in ids]
+
+
+def _answer(request: Request) -> Reply:
+    answered = json.loads(request.json()["messages"][1]["content"])["agent_answered"]
+    verdict = {"is_decision": answered == DECISION_REJECTED, "reason": "read by the test"}
+    return chat_reply(json.dumps(verdict))
+
+
+def test_consolidate_command_with_a_judge(pg_dsn: str, drop_schema: str) -> None:
+    ids = asyncio.run(_seed_gate(pg_dsn, drop_schema))
+    assert asyncio.run(_active(pg_dsn, drop_schema, ids)) == [False, True]
+    base = ["consolidate", "--dsn", pg_dsn, "--schema", drop_schema, "--agent", "cli-g"]
+    with serve(_answer) as server:
+        result = CliRunner().invoke(app, [*base, "--judge", f"openai:tiny@{server.url}/v1"])
+        assert result.exit_code == 0, result.output
+        assert len(server.requests) == 2
+    assert "judge calls 1" in result.output
+    assert asyncio.run(_active(pg_dsn, drop_schema, ids)) == [True, False]
+    bad = CliRunner().invoke(app, [*base, "--judge", "gpt-4o"])
+    assert bad.exit_code != 0 and "openai:<model>@<base_url>" in bad.output

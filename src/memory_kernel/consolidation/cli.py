@@ -36,13 +36,14 @@ async def run_consolidate(
     dry_run: bool,
     concurrency: int,
     embedder: str,
+    judge: str | None = None,
 ) -> ConsolidationReport:
     columns = (
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
         TextColumn("{task.completed}/{task.total} agents"), TimeElapsedColumn(),
     )  # fmt: skip
     # A one-off process: consolidation drains the embedding queue itself.
-    async with kernel_opened(dsn, data_dir, storage, embedder) as kernel:
+    async with kernel_opened(dsn, data_dir, storage, embedder, judge=judge) as kernel:
         with Progress(*columns, console=console, transient=True) as bar:
             task = bar.add_task("consolidating", total=None)
             finished: set[str] = set()

@@ -13,35 +13,24 @@ The key is read from ``MEMORY_KERNEL_JUDGE_API_KEY``, else ``OPENAI_API_KEY``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval._metrics import Metrics
 from memory_kernel.eval.dedup import Pair, learn_pairs, merged, pair_agent
-from memory_kernel.eval.embedders import openai_endpoint
+from memory_kernel.eval.embedders import judge_from_name
 from memory_kernel.eval.kernel_api import LearnOutcome
 from memory_kernel.eval.store import eval_kernel
-from memory_kernel.judges import ChatJudge
 from memory_kernel.models.consolidation import AgentRunStatus, ConsolidationAction
 from memory_kernel.protocols import Embedder
 
-__all__ = ["JUDGED_NOTE", "decide_judged", "judge_from_name"]
+__all__ = ["JUDGED_NOTE", "decide_judged"]
 
 JUDGED_NOTE = (
     "with a judge: each pair learn kept apart was consolidated with it; merged = by learn "
     "or by consolidation"
 )
-
-
-def judge_from_name(name: str) -> ChatJudge:
-    """``openai:<model>@<base_url>``: a :class:`ChatJudge` on that endpoint."""
-    model, url, dim = openai_endpoint(name, "judge", "openai:<model>@<base_url>")
-    if dim is not None:
-        raise ConfigError(f"judge {name!r}: a judge has no dimension; drop the #{dim}")
-    key = os.environ.get("MEMORY_KERNEL_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    return ChatJudge(url, model, api_key=key)
 
 
 async def decide_judged(

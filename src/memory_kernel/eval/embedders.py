@@ -1,4 +1,4 @@
-"""Choosing an embedder by name on the command line."""
+"""Choosing an embedder, or a judge, by name on the command line."""
 
 from __future__ import annotations
 
@@ -13,9 +13,13 @@ from memory_kernel.embeddings import (
     StaticEmbedder,
 )
 from memory_kernel.errors import ConfigError
+from memory_kernel.judges import ChatJudge
 from memory_kernel.protocols import Embedder
 
-__all__ = ["EMBEDDER_HELP", "close_embedder", "embedder_from_name", "openai_endpoint"]
+__all__ = [
+    "EMBEDDER_HELP", "JUDGE_FORM", "close_embedder", "embedder_from_name", "judge_from_name",
+    "openai_endpoint",
+]  # fmt: skip
 
 EMBEDDER_HELP = (
     "hybrid (default: hashing + static, no torch), hashing, hybrid:<another name> (hashing "
@@ -82,3 +86,16 @@ async def close_embedder(embedder: Embedder) -> None:
     elif isinstance(embedder, HybridEmbedder):
         for part in embedder.parts:
             await close_embedder(part)
+
+
+JUDGE_FORM = "openai:<model>@<base_url>"
+
+
+def judge_from_name(name: str) -> ChatJudge:
+    """``openai:<model>@<base_url>``: a :class:`ChatJudge` on that endpoint, its key read from
+    ``MEMORY_KERNEL_JUDGE_API_KEY``, else ``OPENAI_API_KEY``."""
+    model, url, dim = openai_endpoint(name, "judge", JUDGE_FORM)
+    if dim is not None:
+        raise ConfigError(f"judge {name!r}: a judge has no dimension; drop the #{dim}")
+    key = os.environ.get("MEMORY_KERNEL_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    return ChatJudge(url, model, api_key=key)

@@ -290,7 +290,7 @@ async def run(
     band (``ConsolidationConfig.judge_decision_band``)."""
     rows = load_rows(data)
     if isinstance(judge, str):
-        from memory_kernel.eval.dedup_judge import judge_from_name
+        from memory_kernel.eval.embedders import judge_from_name
 
         async with judge_from_name(judge) as chat:
             replayed = await _replay_both(rows, embedder, config, chat)
