@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from memory_kernel import EmbedderError, FactInput, MemoryKernel, ValidationError
 from memory_kernel.cli import app
+from memory_kernel.heart.extraction import RuleExtractor
 from memory_kernel.restore.policy import MAX_VALUE_BYTES
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.conftest import schema_config
@@ -181,3 +182,38 @@ async def test_cli_imports_an_export_file(
     assert refused.exit_code == 1 and "is not JSON" in refused.output
     assert sum((await rows(kernel, "agent-3")).values()) == 0
     assert json.loads(out.read_text(encoding="utf-8").splitlines()[0])["table"] == "facts"
+
+
+async def test_turns_waiting_for_extraction_stay_queued_in_the_new_store(
+    pg_dsn: str, drop_schema: str, clock: FrozenClock, embedder: FakeEmbedder
+) -> None:
+    """Before, an export left the extraction queue out: the turns the source had not
+    extracted facts from yet were never extracted after a move."""
+    config = schema_config(drop_schema, extraction={"worker": False})
+    target = schema_config(f"{drop_schema}_q", extraction={"worker": False})
+    async with MemoryKernel.open(
+        pg_dsn, config=config, clock=clock, embedder=embedder, extractor=RuleExtractor()
+    ) as source:
+        await exchange(source, AGENT, "My sister Noor works as a nurse in Leeds.")
+        exported: Records = await _export(source, AGENT)
+        queued = [r for r in exported if r["table"] == "extraction_queue"]
+        assert queued and all(r["row"]["claim"] is None for r in queued)
+    try:
+        async with MemoryKernel.open(
+            pg_dsn, config=target, clock=clock, embedder=embedder, extractor=RuleExtractor()
+        ) as moved:
+            # A queued turn must be one the records hold.
+            orphan = [r for r in exported if r["table"] != "turns"]
+            with pytest.raises(ValidationError, match="queued turn"):
+                await moved.import_agent(orphan)
+            report = await moved.import_agent(exported)
+            assert report.queued == len(queued) and report.turns == 2
+            done = await moved.extract_pending(AGENT)
+            assert done.turns == len(queued)
+            found = await moved.search_memory(AGENT, "sister Noor nurse", search_type="facts")
+            assert any("Noor" in hit.text for hit in found)
+    finally:
+        engine = create_async_engine(pg_dsn)
+        async with engine.begin() as conn:
+            await conn.execute(text(f'DROP SCHEMA IF EXISTS "{drop_schema}_q" CASCADE'))
+        await engine.dispose()

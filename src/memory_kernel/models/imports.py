@@ -9,7 +9,8 @@ __all__ = ["ImportReport"]
 
 class ImportReport(OutputModel):
     """How many rows of each kind an import wrote for ``agent_id``; ``embedded``: how many
-    of them got a vector from the importing kernel's embedder."""
+    of them got a vector from the importing kernel's embedder; ``queued``: turns waiting
+    for fact extraction, which the importing kernel's extractor takes."""
 
     agent_id: str
     facts: int = 0
@@ -18,3 +19,4 @@ class ImportReport(OutputModel):
     turns: int = 0
     events: int = 0
     embedded: int = 0
+    queued: int = 0

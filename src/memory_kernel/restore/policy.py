@@ -2,11 +2,13 @@
 store takes.
 
 An import takes what ``export_agent`` gives: ``{"table": name, "row": {column: value}}``
-records of one agent (facts, episodes, decisions, turns, the audit trail), ids and times as
-strings. Every column is checked against its table and converted to its type; a column the
-store makes itself (the full-text vector, the embedding, the index flag) is left to it: the
-embedding is made again by the importing kernel's embedder, since an export does not say
-which embedder made the vectors it may hold. Anything else is a ``ValidationError``.
+records of one agent (facts, episodes, decisions, turns, the audit trail, the turns waiting
+for fact extraction), ids and times as strings. Every column is checked against its table
+and converted to its type; a column the store makes itself (the full-text vector, the
+embedding, the index flag) is left to it: the embedding is made again by the importing
+kernel's embedder, since an export does not say which embedder made the vectors it may
+hold; a queued turn comes unclaimed (a claim is a lease of the source's drain). Anything
+else is a ``ValidationError``.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ __all__ = ["BY_NAME", "MAX_VALUE_BYTES", "Row", "parse"]
 BY_NAME: dict[str, Table] = {t.name: t for t in TABLES}
 #: The largest text or JSON value a memory holds (a turn's text).
 MAX_VALUE_BYTES = MAX_TURN_BYTES
-#: Made by the store, never taken from a record.
-_STORE_MADE = frozenset({"search_tsv", "embedding", "indexed"})
+#: Made by the store (or, ``claim``, by a drain of the store), never taken from a record.
+_STORE_MADE = frozenset({"search_tsv", "embedding", "indexed", "claim"})
 
 
 @dataclass(frozen=True, slots=True)

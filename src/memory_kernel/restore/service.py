@@ -7,11 +7,13 @@ target agent must have no rows yet (an import never mixes two histories), and is
 against consolidation and episode starts and ends while the import runs. Ids, times,
 versions and the audit trail are kept as they were; each memory's vector is made again by
 the importing kernel's embedder (``pending_embed`` facts are left to the embedding worker);
-if it fails, nothing is written.
+if it fails, nothing is written. Turns the source had not extracted facts from yet stay
+queued for the importing kernel's extractor.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
@@ -45,6 +47,8 @@ async def import_agent(
     counts: Counter[str] = Counter()
     source: str | None = None
     seen = 0
+    turns: set[uuid.UUID] = set()
+    queued: set[uuid.UUID] = set()
     async with database.transaction() as conn:
         async for batch in _batches(records):
             rows = []
@@ -74,14 +78,21 @@ async def import_agent(
             for table, values in by_table.items():
                 await store.insert(conn, table, values)
                 counts[table] += len(values)
+            turns.update(v["id"] for v in by_table["turns"])
+            queued.update(v["turn_id"] for v in by_table["extraction_queue"])
         if source is None or target is None:
             raise ValidationError("nothing to import: there are no records")
+        if queued - turns:
+            raise ValidationError(
+                f"{len(queued - turns)} queued turn(s) not among the records' turns: an "
+                "export queues only turns it holds"
+            )
     for table in _STAGED:
         database.staged.note(table, [target])
     return ImportReport(
         agent_id=target, facts=counts["facts"], episodes=counts["episodes"],
         decisions=counts["decisions"], turns=counts["turns"], events=counts["memory_events"],
-        embedded=counts["embedded"],
+        embedded=counts["embedded"], queued=counts["extraction_queue"],
     )  # fmt: skip
 
 
