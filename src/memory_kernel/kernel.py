@@ -91,6 +91,7 @@ class MemoryKernel:
             summary_chars=config.heart.episode_summary_chars,
             embed=self._runtime.embed_or_none,
             erased=self.context.prefetch.discard,
+            rewrite=self.heart.episodes.written_summary,
         )
         self._cognitive = CognitiveLayer(self._runtime, self.heart, self.brain, self.context)
         self._consolidator = Consolidator(

@@ -12,15 +12,18 @@ import uuid
 import pytest
 from sqlalchemy import select, text
 
-from memory_kernel import FactInput, MemoryKernel, NotFoundError, ValidationError
+from memory_kernel import ChatSummariser, FactInput, MemoryKernel, NotFoundError, ValidationError
 from memory_kernel.cognitive.draft import summarise_message
 from memory_kernel.erasure.policy import ERASED_SUMMARY, MAX_IDS
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.episodes import AdmissionDecision
 from memory_kernel.models.turns import ToolResult, TurnInput, TurnOutcome
 from memory_kernel.storage.tables import decisions, episodes, facts, memory_events, turns
-from memory_kernel.testing import FrozenClock
+from memory_kernel.storage.vector import as_array
+from memory_kernel.testing import FakeEmbedder, FrozenClock
+from tests.conftest import schema_config
 from tests.erasure.conftest import HeldExtractor, exchange, rows
+from tests.httpserver import Reply, Request, chat_reply, serve
 
 AGENT = "agent-e"
 DECISION = (
@@ -402,3 +405,50 @@ async def test_the_forget_tool_is_offered_on_request_and_runs_on_search_ids(
     report = await kernel.forget(AGENT, arguments["memory_ids"])
     assert report.facts == 1
     assert set(await _fact_ids(kernel)) == {"The user's dog is called Rex."}
+
+
+async def test_an_ended_episode_keeps_a_model_written_summary_after_an_erasure(
+    pg_dsn: str, drop_schema: str, clock: FrozenClock, embedder: FakeEmbedder
+) -> None:
+    """Before, a summary a ChatSummariser wrote was replaced by the extractive one when a
+    turn of its episode was erased; now the model writes it again from the turns left."""
+    down = False
+
+    def model(request: Request) -> Reply:
+        if down:
+            return Reply(status=400, body=b'{"error": "bad request"}')
+        turns = json.loads(request.json()["messages"][1]["content"])["turns"]
+        return chat_reply(f"MODEL: {' / '.join(t['text'] for t in turns)}")
+
+    with serve(model) as server:
+        async with (
+            ChatSummariser(server.url, "summary-model") as summariser,
+            MemoryKernel.open(
+                pg_dsn, config=schema_config(drop_schema), clock=clock, embedder=embedder,
+                summariser=summariser,
+            ) as kernel,
+        ):  # fmt: skip
+            await exchange(kernel, AGENT, "My passport number is X1234567.", "Noted.")
+            await exchange(kernel, AGENT, "Tulip bulbs go in the border.", "Any time.")
+            (ended,) = await kernel.end_session(AGENT, "s1")
+            assert (
+                ended.episode.summary.startswith("MODEL: ") and "X1234567" in ended.episode.summary
+            )
+            said = await _turn_id(kernel, "My passport number is X1234567.")
+
+            report = await kernel.forget(AGENT, [said])
+
+            episode = await kernel.heart.episodes.get(ended.episode.id, agent_id=AGENT)
+            assert report.remade == 1 and episode.summary.startswith("MODEL: ")
+            assert "X1234567" not in episode.summary and "Tulip bulbs" in episode.summary
+            stored = as_array(await _vector_of(kernel, episode.id))
+            assert stored is not None
+            assert stored.tolist() == pytest.approx(
+                list((await embedder.embed([episode.summary]))[0]), abs=1e-6
+            )
+            # A model that fails leaves the extractive summary the erasure wrote.
+            down = True
+            noted = await _turn_id(kernel, "Noted.")
+            await kernel.forget(AGENT, [noted])
+            episode = await kernel.heart.episodes.get(ended.episode.id, agent_id=AGENT)
+            assert not episode.summary.startswith("MODEL: ") and "Tulip" in episode.summary

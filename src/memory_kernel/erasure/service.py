@@ -36,12 +36,19 @@ _REST = tuple(t for t in store.AGENT_TABLES if t not in _QUEUE)
 
 #: Embeds texts, ``None`` where there is no vector (``Runtime.embed_or_none``).
 Embed = Callable[[list[str]], Awaitable[list[Vector | None]]]
+#: The host's summariser's summary of an episode as its turns are now, or ``None``
+#: (``EpisodeService.written_summary``).
+Rewrite = Callable[[str, uuid.UUID], Awaitable[str | None]]
+#: An episode's summary made again, and whether the episode had ended.
+Remade = dict[uuid.UUID, tuple[str, bool]]
 
 
 class ErasureService:
     """``kernel.forget``, ``kernel.forget_session``, ``kernel.erase_agent`` and ``memory-kernel
     erase``. After each commit, ``embed`` gives the episodes whose summary was made again
-    their vector (an embedder that is down leaves them to the next ``consolidate``), and
+    their vector (an embedder that is down leaves them to the next ``consolidate``), an
+    ended one first its summary written by the host's summariser through ``rewrite`` (as
+    its end wrote it; the extractive one stays if there is none or it fails), and
     ``erased(agent_id)`` runs (a kernel's context engine drops its prefetched recalls of
     the agent). ``summary_chars``: ``HeartConfig.episode_summary_chars``."""
 
@@ -52,11 +59,13 @@ class ErasureService:
         summary_chars: int,
         embed: Embed,
         erased: Callable[[str], Awaitable[None]] | None = None,
+        rewrite: Rewrite | None = None,
     ) -> None:
         self._db = database
         self._summary_chars = summary_chars
         self._embed = embed
         self._erased = erased
+        self._rewrite = rewrite
 
     async def forget(self, agent_id: str, memory_ids: Iterable[uuid.UUID | str]) -> ErasureReport:
         """Erase these memories of the agent (facts, episodes, turns, decisions) and what
@@ -104,22 +113,36 @@ class ErasureService:
         if self._erased is not None:
             await self._erased(agent)
 
-    async def _revector(self, agent: str, remade: dict[uuid.UUID, str]) -> None:
-        """The vectors of the summaries made again, in a transaction of their own (the
-        embedder is not called while the erasure holds its locks)."""
+    async def _revector(self, agent: str, remade: Remade) -> None:
+        """The vectors of the summaries made again, in a transaction of their own (neither
+        the summariser nor the embedder is called while the erasure holds its locks)."""
         if not remade:
             return
-        found = await self._embed(list(remade.values()))
+        summaries = {
+            episode: await self._rewritten(agent, episode, summary) if ended else summary
+            for episode, (summary, ended) in remade.items()
+        }
+        found = await self._embed(list(summaries.values()))
         async with self._db.transaction() as conn:
-            for (episode, summary), vector in zip(remade.items(), found, strict=True):
+            for (episode, summary), vector in zip(summaries.items(), found, strict=True):
                 if vector is not None:
                     await consolidation_store.fill_vector(
                         conn, "episodes", agent, episode, summary, vector
                     )
 
+    async def _rewritten(self, agent: str, episode: uuid.UUID, summary: str) -> str:
+        """The ended episode's summary by the host's summariser, in place of ``summary``
+        unless the episode changed meanwhile; ``summary`` without a summariser."""
+        written = None if self._rewrite is None else await self._rewrite(agent, episode)
+        if written is None or written == summary:
+            return summary
+        async with self._db.transaction() as conn:
+            done = await store.rewrite_summary(conn, agent, episode, summary, written)
+        return written if done else summary
+
     async def _cascade(
         self, conn: AsyncConnection, agent: str, named: policy.Seeds
-    ) -> tuple[ErasureReport, dict[uuid.UUID, str]]:
+    ) -> tuple[ErasureReport, Remade]:
         """Erase what ``named`` names and what derives from it; returns the report and the
         episodes whose summary was made again (their new summaries)."""
         erased = await store.delete_turns(conn, agent, named.turns, named.session)
@@ -150,10 +173,10 @@ class ErasureService:
 
     async def _remake(
         self, conn: AsyncConnection, agent: str, ids: set[uuid.UUID]
-    ) -> tuple[dict[uuid.UUID, str], set[uuid.UUID]]:
+    ) -> tuple[Remade, set[uuid.UUID]]:
         """The episodes ``ids`` lost turns: each gets a summary made again from the turns it
         still has; returns those new summaries, and the ended episodes left with no turn."""
-        remade: dict[uuid.UUID, str] = {}
+        remade: Remade = {}
         emptied: set[uuid.UUID] = set()
         for kept in await store.kept_episodes(conn, agent, ids):
             summary = policy.remade_summary(
@@ -163,5 +186,5 @@ class ErasureService:
                 emptied.add(kept.id)
                 continue
             await store.remake_summary(conn, agent, kept.id, summary)
-            remade[kept.id] = summary
+            remade[kept.id] = (summary, not kept.ongoing)
         return remade, emptied

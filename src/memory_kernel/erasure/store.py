@@ -183,6 +183,23 @@ _REMAKE = _sql(
 ).bindparams(bindparam("id", type_=UUID(as_uuid=True)))
 
 
+# The host's summariser's summary in place of the extractive one the erasure wrote, unless
+# the episode changed since.
+_REWRITE = _sql(
+    "UPDATE episodes SET summary = :new, embedding = NULL, updated_at = now()"
+    " WHERE agent_id = :agent AND id = :id AND summary = :old AND status <> 'ongoing'",
+    texts=("new", "old"),
+).bindparams(bindparam("id", type_=UUID(as_uuid=True)))
+
+
+async def rewrite_summary(
+    conn: AsyncConnection, agent_id: str, episode_id: uuid.UUID, old: str, new: str
+) -> bool:
+    """Give the ended episode ``new`` as its summary if it still has ``old``; whether it did."""
+    params = {"agent": agent_id, "id": episode_id, "old": old, "new": new}
+    return bool((await conn.execute(_REWRITE, params)).rowcount)
+
+
 async def remake_summary(
     conn: AsyncConnection, agent_id: str, episode_id: uuid.UUID, summary: str
 ) -> None:

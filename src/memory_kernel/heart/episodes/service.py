@@ -192,6 +192,11 @@ class EpisodeService:
         self._rt.db.staged.note("episodes", [agent_id])
         return ended
 
+    async def written_summary(self, agent_id: str, episode_id: uuid.UUID) -> str | None:
+        """The host's summariser's summary of the episode as its turns are now (``None``:
+        no summariser, or it failed); see ``sessions.SessionEnds.written_summary``."""
+        return await self._sessions.written_summary(agent_id, episode_id)
+
     async def end_session(self, agent_id: str, session_id: str) -> list[EpisodeEnd]:
         """End the session's ongoing episode: its summary is built from its turns, then
         admission decides (ADD / NOT / REPLACE / MERGE); see ``sessions.py``."""

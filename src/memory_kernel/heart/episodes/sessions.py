@@ -110,27 +110,47 @@ class SessionEnds:
             _log.debug("episode %s ended meanwhile", episode.id)
             return None
 
+    async def written_summary(self, agent_id: str, episode_id: uuid.UUID) -> str | None:
+        """The host's summariser's summary of the episode from the turns it has now (an
+        erasure asks for it once an erased turn's summary was made again); ``None`` without
+        a summariser, a turn or an episode, or when the summariser fails."""
+        if self._rt.summariser is None:
+            return None
+        async with self._rt.db.connection() as conn:
+            found = await store.get(conn, agent_id=agent_id, episode_id=episode_id)
+            said = await turns_store.by_episode(conn, agent_id=agent_id, episode_id=episode_id)
+        return None if found is None or not said else await self._written(found[0], said)
+
     async def _summary(self, episode: Episode, said: Sequence[StoredTurn]) -> str:
         """The host's summariser's summary, cut to ``episode_summary_chars``; the extractive
         one when there is no summariser or it fails (the episode must end either way)."""
-        limit = self._cfg.episode_summary_chars
-        summariser = self._rt.summariser
-        if summariser is not None:
-            turns = [_as_turn(episode, t) for t in said]
-            timeout = self._cfg.episode_summariser_timeout_s
-            try:
-                async with asyncio.timeout(timeout):
-                    written = await summariser.summarise(turns, max_chars=limit)
-                return _cut(check_text(written, field="summary", max_bytes=MAX_TEXT_BYTES), limit)
-            except TimeoutError:
-                _log.warning("summariser %r timed out after %ss", summariser.name, timeout)
-            except Exception as exc:  # an untrusted plug-in: any failure means "extractive"
-                _log.warning("summariser %r failed: %s", summariser.name, exc)
+        written = await self._written(episode, said)
+        if written is not None:
+            return written
         return summarise_turns(
             [SummaryTurn(t.role, t.content, t.created_at) for t in said],
-            max_chars=limit,
+            max_chars=self._cfg.episode_summary_chars,
             fallback=episode.summary,
         )
+
+    async def _written(self, episode: Episode, said: Sequence[StoredTurn]) -> str | None:
+        """The host's summariser's summary, cut to ``episode_summary_chars``; ``None``
+        without one, or when it fails or times out."""
+        summariser = self._rt.summariser
+        if summariser is None:
+            return None
+        limit = self._cfg.episode_summary_chars
+        turns = [_as_turn(episode, t) for t in said]
+        timeout = self._cfg.episode_summariser_timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                written = await summariser.summarise(turns, max_chars=limit)
+            return _cut(check_text(written, field="summary", max_bytes=MAX_TEXT_BYTES), limit)
+        except TimeoutError:
+            _log.warning("summariser %r timed out after %ss", summariser.name, timeout)
+        except Exception as exc:  # an untrusted plug-in: any failure means "extractive"
+            _log.warning("summariser %r failed: %s", summariser.name, exc)
+        return None
 
     async def _abandon(self, agent_id: str, episode_id: uuid.UUID, reason: str) -> None:
         now = self._rt.clock.now()
