@@ -213,7 +213,7 @@ class JudgeAnswers(Generic[V]):
         return cls([None] * n, called=called, error=error)
 
 
-def can_ask(judge: object | None, question: Question[Any, Any] = CONFLICTS) -> bool:
+def can_ask(judge: object | None, question: Question[Any, Any]) -> bool:
     """Whether ``judge`` can answer ``question`` at all."""
     if judge is None:
         return False

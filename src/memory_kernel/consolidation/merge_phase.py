@@ -41,13 +41,13 @@ async def decide(ctx: RunContext) -> list[Unit]:
     return units
 
 
-async def _not_judged(ctx: RunContext, cases: list[Case]) -> list[Case]:
-    """The cases no judge has kept apart yet: a "keep both" is the answer for good."""
-    if not cases:
-        return cases
+async def _not_judged(ctx: RunContext, *kinds: list[Case]) -> tuple[list[Case], ...]:
+    """Each kind's cases no judge has kept apart yet: a "keep both" is the answer for good."""
+    if not any(kinds):
+        return kinds
     async with ctx.rt.db.connection() as conn:
         judged = await repo.judged_apart(conn, ctx.agent_id)
-    return [c for c in cases if frozenset(c.ids) not in judged]
+    return tuple([c for c in cases if frozenset(c.ids) not in judged] for cases in kinds)
 
 
 async def _plan(ctx: RunContext) -> tuple[PairPlan, dict[uuid.UUID, FactView], Penalised]:
@@ -120,7 +120,7 @@ async def _judge(
 ) -> list[Unit]:
     conflicts, merges = judge_cases(plan)
     if can_judge(ctx.rt.judge):
-        conflicts, merges = await _not_judged(ctx, conflicts), await _not_judged(ctx, merges)
+        conflicts, merges = await _not_judged(ctx, conflicts, merges)
     ctx.ambiguous += len(conflicts) + len(merges)
     if ctx.dry_run and can_judge(ctx.rt.judge):
         # A dry run never calls the judge: its cases are reported as ``ambiguous`` only,

@@ -166,15 +166,10 @@ def classify(
         return decided(PairKind.NONE)  # explicitly about different things
     if x.id in y.contradicts or y.id in x.contradicts:
         return decided(PairKind.NONE)  # flagged as contradicting: never merged
-    if relation is PairRelation.UPDATE and s >= rules.ambiguous_similarity:
-        return decided(PairKind.AMBIGUOUS_CONFLICT)
-    possible = _possible_update(x, y, s, rules, thresholds)
-    if possible is not None:
-        return PairDecision(
-            pair=pair, kind=PairKind.AMBIGUOUS_CONFLICT, relation=relation, reason=possible
-        )
     if relation is PairRelation.UPDATE:
-        return decided(PairKind.NONE)
+        if s >= rules.ambiguous_similarity:
+            return decided(PairKind.AMBIGUOUS_CONFLICT)
+        return _possible_update(pair, x, y, relation, rules, thresholds) or decided(PairKind.NONE)
     if relation is PairRelation.DUPLICATE:
         if s > rules.merge_similarity and x.category == y.category:
             return decided(PairKind.MERGE)
@@ -183,6 +178,10 @@ def classify(
     # Near-identical vectors whose words disagree (a value added, a word swapped).
     if s > rules.merge_similarity:
         return decided(PairKind.AMBIGUOUS_MERGE)
+    if relation is PairRelation.UNRELATED:
+        possible = _possible_update(pair, x, y, relation, rules, thresholds)
+        if possible is not None:
+            return possible
     band = rules.restatement_probability
     if relation is PairRelation.UNRELATED and band is not None:
         old, new = _ordered(x, y)
@@ -196,18 +195,27 @@ def classify(
 
 
 def _possible_update(
-    x: FactView, y: FactView, s: float, rules: MergeRules, thresholds: RelationThresholds
-) -> str | None:
-    """Why the judge is asked whether the newer fact gives the older one's slot a new
-    value (the update scorer rates it at least ``update_probability``); ``None``: not."""
+    pair: Pair,
+    x: FactView,
+    y: FactView,
+    relation: PairRelation,
+    rules: MergeRules,
+    thresholds: RelationThresholds,
+) -> PairDecision | None:
+    """An ambiguous conflict when the update scorer rates the newer fact a new value of the
+    older one's slot at least ``update_probability`` (the judge is told why it is asked);
+    ``None``: not."""
     band = rules.update_probability
     if band is None:
         return None
     old, new = _ordered(x, y)
-    p = update_probability(features(old.content), features(new.content), s, thresholds)
+    p = update_probability(
+        features(old.content), features(new.content), pair.similarity, thresholds
+    )
     if p < band:
         return None
-    return f"possible new value of the older fact's slot (update scorer p={p:.2f})"
+    why = f"possible new value of the older fact's slot (update scorer p={p:.2f})"
+    return PairDecision(pair=pair, kind=PairKind.AMBIGUOUS_CONFLICT, relation=relation, reason=why)
 
 
 def winner_of(members: Iterable[FactView]) -> FactView:
