@@ -29,11 +29,10 @@ from typing import Any, cast
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.consolidation.judging import ConflictRequest
 from memory_kernel.embeddings.hybrid import HybridEmbedder
-from memory_kernel.eval.ku import KuPair, load_pairs
+from memory_kernel.eval.ku import KuPair, learn_pairs, load_pairs
 from memory_kernel.eval.store import eval_kernel, eval_server
 from memory_kernel.judges.base import AdmissionRequest, Judge
 from memory_kernel.models.enums import FactStatus
-from memory_kernel.models.facts import FactInput
 from memory_kernel.testing import FrozenClock
 
 _RUNS = 100  # runs per agent at most (judge_max_items questions each)
@@ -77,11 +76,8 @@ async def _one(pairs: Sequence[KuPair], band: str, shared: bool) -> Counter[str]
         HybridEmbedder(), clock=clock, judge=cast(Judge, judge), config=config
     ) as kernel:
         facts = kernel.heart.facts
-        olds = [await facts.learn(FactInput(agent_id=a, content=p.old_fact))
-                for a, p in zip(agents, pairs, strict=True)]  # fmt: skip
-        clock.advance(days=1)
-        news = [await facts.learn(FactInput(agent_id=a, content=p.new_fact))
-                for a, p in zip(agents, pairs, strict=True)]  # fmt: skip
+        learned = await learn_pairs(kernel, clock, agents, pairs)  # as ``eval ku`` learns them
+        olds, news = [old for old, _ in learned], [new for _, new in learned]
         for pair, old, new in zip(pairs, olds, news, strict=True):
             if pair.label == "update":
                 judge.newer[old.fact.id] = new.fact.id

@@ -55,7 +55,8 @@ from memory_kernel.eval.targets import targets_for
 from memory_kernel.protocols import Embedder
 
 __all__ = [
-    "KuCheck", "KuPair", "decide_with_shared", "load_pairs", "run", "score", "score_with_shared",
+    "KuCheck", "KuPair", "decide_with_shared", "learn_pairs", "load_pairs", "run", "score",
+    "score_with_shared",
 ]  # fmt: skip
 
 LABELS = ("update", "distinct")
@@ -123,9 +124,11 @@ def load_pairs(path: Path) -> list[KuPair]:
     return pairs
 
 
-async def _learn(
+async def learn_pairs(
     kernel: MemoryKernel, clock: FrozenClock, agent_of: list[str], pairs: Sequence[KuPair]
 ) -> list[tuple[LearnOutcome, LearnOutcome]]:
+    """Every pair's older fact into its agent (``agent_of``), then, a day later, every newer
+    one: (old, new) outcomes, pair by pair."""
     facts = kernel.heart.facts
     olds = [await facts.learn(FactInput(agent_id=a, content=p.old_fact))
             for a, p in zip(agent_of, pairs, strict=True)]  # fmt: skip
@@ -185,7 +188,7 @@ async def _alone(
     kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair]
 ) -> list[KuCheck]:
     agents = [f"ku-{n}" for n in range(len(pairs))]
-    return await _check(kernel, agents, pairs, await _learn(kernel, clock, agents, pairs))
+    return await _check(kernel, agents, pairs, await learn_pairs(kernel, clock, agents, pairs))
 
 
 async def _shared(
@@ -193,7 +196,7 @@ async def _shared(
 ) -> tuple[list[KuCheck], list[KuCheck], list[tuple[LearnOutcome, LearnOutcome]]]:
     """Every pair in one agent, read by ``facts.search`` and by the context's recall."""
     agents = [SHARED_AGENT] * len(pairs)
-    learned = await _learn(kernel, clock, agents, pairs)
+    learned = await learn_pairs(kernel, clock, agents, pairs)
     searched = await _check(kernel, agents, pairs, learned)
     recalled = await _check(kernel, agents, pairs, learned, context=True)
     return searched, recalled, learned
