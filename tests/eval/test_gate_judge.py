@@ -30,7 +30,19 @@ ROWS = [
     {"id": "decision", "frame": "decision", "response_text": CLEAR_DECISION, "label": "decision"},
     {"id": "noise", "frame": "decision", "response_text": CLEAR_NOISE, "label": "noise"},
 ]  # fmt: skip
-DECISIONS = {r["response_text"] for r in ROWS if r["label"] == "decision"}
+MORE = [
+    ("Sounds good, I'll go with whatever you decide on the venue.", "noise"),
+    ("We should probably look at the retry policy at some point.", "noise"),
+    ("Using the blue theme for the slides.", "decision"),
+    ("Plan: migrate the billing tables first, then the ledger.", "decision"),
+    ("Keeping the old endpoint alive until March so partners have time to migrate.", "decision"),
+    ("The cache holds user sessions for thirty minutes before they expire.", "noise"),
+    ("Not sure yet whether to keep the free tier; revisit after the board meeting.", "noise"),
+    ("Postgres over MySQL for the analytics store: we need window functions.", "decision"),
+]
+DECISIONS = {r["response_text"] for r in ROWS if r["label"] == "decision"} | {
+    text for text, label in MORE if label == "decision"
+}
 
 
 def _answer(request: Request) -> Reply:
@@ -62,3 +74,32 @@ def test_the_judge_reads_the_band_and_the_figures_are_after_it(tmp_path: Path) -
     assert metrics["judge_questions"] == 4 and metrics["judge_calls"] == 2
     assert metrics["judge_rejected"] == 2 and metrics["judge_restored"] == 2
     assert any("before it: noise" in note for note in report["notes"])
+
+
+def test_cross_validation_with_a_judge_reads_each_held_out_fold(tmp_path: Path) -> None:
+    """Each fold's classifier is refitted and its held-out replay read by the judge: the
+    judge, answering from the labels, can only take errors away."""
+    extra = [
+        {"id": f"more-{n}", "frame": "decision", "response_text": text, "label": label}
+        for n, (text, label) in enumerate(MORE)
+    ]
+    rows = ROWS + extra
+    data = tmp_path / "gate.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    folds = ["--folds", "2", "--seed", "1"]
+    plain = _run(data, tmp_path / "p.json", *folds)
+    assert plain.exit_code == 0, plain.output
+    with serve(_answer) as server:
+        judged = _run(data, tmp_path / "j.json", *folds, "--judge", f"openai:m@{server.url}/v1")
+        assert judged.exit_code == 0, judged.output
+        assert server.requests  # each held-out fold and the development run were read
+
+    def errors(path: Path) -> float:
+        cv = json.loads(path.read_text(encoding="utf-8"))["cv"]["metrics"]
+        return float(cv["content_noise_recorded"]["mean"] + cv["content_decisions_missed"]["mean"])
+
+    assert errors(tmp_path / "j.json") <= errors(tmp_path / "p.json")
+    refused = runner.invoke(
+        app, ["eval", "dedup", "--data", str(data), "--judge", "openai:m@x", "--folds", "2"]
+    )
+    assert refused.exit_code != 0 and "--folds" in refused.output

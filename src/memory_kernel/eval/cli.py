@@ -62,8 +62,10 @@ def run_eval(
     runner = load_suite(suite)
     given = {k: v for k, v in (options or {}).items() if v is not None}
     check_options(suite, given)
-    if folds is not None and given:
-        flags = ", ".join(f"--{o}" for o in sorted(given))
+    # The gate's CV replays each held-out fold, so a judge can read it after its replay.
+    refit = {k: v for k, v in given.items() if not (suite == "gate" and k == "judge")}
+    if folds is not None and refit:
+        flags = ", ".join(f"--{o}" for o in sorted(refit))
         raise ConfigError(f"{flags} and --folds do not go together: cross-validation refits")
     _check_inputs(data, plot, suite, sweep=False)
     shown = f" · {folds} folds, seed {seed}" if folds is not None else ""
@@ -73,8 +75,13 @@ def run_eval(
     else:
         from memory_kernel.eval.cv import run_cv
 
+        judge = given.get("judge")
+        assert judge is None or isinstance(judge, str)  # the only option the CV takes
         report = asyncio.run(
-            _timed(embedder, lambda chosen: run_cv(suite, data, chosen, folds=folds, seed=seed))
+            _timed(
+                embedder,
+                lambda chosen: run_cv(suite, data, chosen, folds=folds, seed=seed, judge=judge),
+            )
         )
     _emit(console, report, json_path, plot)
     return report

@@ -10,9 +10,9 @@ today's configuration) and judges both against the issue 21 targets.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval._metrics import Metrics
@@ -23,6 +23,9 @@ from memory_kernel.eval.report import CrossValidation, FoldStats, SuiteReport
 from memory_kernel.eval.store import eval_server
 from memory_kernel.eval.suites import load_suite
 from memory_kernel.protocols import Embedder
+
+if TYPE_CHECKING:
+    from memory_kernel.judges.base import Judge
 
 __all__ = ["CvSetup", "cross_validate", "run_cv", "summarise"]
 
@@ -95,13 +98,34 @@ def _setup(suite: str, data: Path, embedder: Embedder) -> CvSetup[Any, Any]:
 
 
 async def run_cv(
-    suite: str, data: Path, embedder: Embedder, *, folds: int, seed: int
+    suite: str, data: Path, embedder: Embedder, *, folds: int, seed: int, judge: str | None = None
 ) -> SuiteReport:
-    """The suite's development report with the cross-validated figures beside it."""
+    """The suite's development report with the cross-validated figures beside it; with
+    ``judge`` (``openai:<model>@<base_url>``; the gate only), both read after the nightly
+    runs in which that judge read layer 1's uncertain band."""
+    if judge is None:
+        return await _run_cv(suite, data, embedder, folds=folds, seed=seed)
+    if suite != "gate":
+        raise ConfigError(f"--judge and --folds go together for the gate only, not {suite}")
+    from memory_kernel.eval.embedders import judge_from_name
+
+    async with judge_from_name(judge) as chat:
+        return await _run_cv(suite, data, embedder, folds=folds, seed=seed, judge=chat)
+
+
+async def _run_cv(
+    suite: str, data: Path, embedder: Embedder, *, folds: int, seed: int,
+    judge: Judge | None = None,
+) -> SuiteReport:  # fmt: skip
     setup = _setup(suite, data, embedder)
+    if judge is not None:  # the gate's classifier, each held-out fold judged after its replay
+        from memory_kernel.eval.gate_model import LearnedGate
+
+        setup = replace(setup, model=LearnedGate(embedder, judge=judge))
     check_folds(folds, len(setup.rows))
+    options = {} if judge is None else {"judge": judge}
     async with eval_server():
-        dev = await load_suite(suite)(data, embedder)
+        dev = await load_suite(suite)(data, embedder, **options)
         summary, table = await cross_validate(
             setup, folds=folds, seed=seed, shown=list(dev.targets)
         )
