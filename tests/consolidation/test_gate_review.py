@@ -4,6 +4,7 @@ goes through layers 3 and 2; each is asked once, and a failure changes nothing."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -249,3 +250,38 @@ async def test_a_chat_judge_on_a_real_endpoint_reads_the_band(open_kernel: Any) 
     assert len(seen) == 2 and seen[0]["messages"][0]["content"] == GATE_REVIEW_SYSTEM_PROMPT
     asked = json.loads(seen[0]["messages"][1]["content"])
     assert asked["user_said"] == "What now?"
+
+
+class SlowJsonJudge:
+    """Speaks ``complete_json`` only, taking ``delay_s`` for each call, as a slow model
+    behind ChatJudge would for each group of prompts."""
+
+    name = "slow"
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self.asked: list[str] = []
+
+    async def complete_json(
+        self, system: str, prompts: Sequence[str], schema: type[Any]
+    ) -> list[Any]:
+        await asyncio.sleep(self.delay_s)
+        self.asked.extend(prompts)
+        return [schema.model_validate({"is_decision": False, "reason": "slow"}) for _ in prompts]
+
+
+async def test_a_slow_judge_answers_part_of_a_batch_and_the_rest_next_run(
+    open_kernel: Any,
+) -> None:
+    """Before, a batch that outlasted judge_timeout_s lost every answer, and the same batch
+    timed out again at every run: nothing in the band was ever read."""
+    judge = SlowJsonJudge(delay_s=0.4)
+    slow = {"consolidation": {"judge_timeout_s": 0.6}}
+    async with open_kernel(judge, **slow) as kernel:
+        recorded = [await _turn(kernel, f"s{n}", NOISE_RECORDED) for n in range(12)]
+        first = await kernel.consolidate(A)
+        assert 0 < first.count(Action.DECISIONS_REJECTED) < 12
+        assert first.count(Action.JUDGE_FALLBACK) == 12 - first.count(Action.DECISIONS_REJECTED)
+        for _ in range(3):
+            await kernel.consolidate(A)
+        assert not any([(await _decision(kernel, d)).active for d in recorded])

@@ -223,7 +223,11 @@ class ConsolidationConfig(Frozen):
     judge_timeout_s: float = Field(
         default=60.0,
         gt=0,
-        description="A consolidation judge call that has not answered by then is abandoned.",
+        description=(
+            "A consolidation judge call that has not answered by then is abandoned; a judge "
+            "asked through complete_json (ChatJudge) keeps the answers it gave by then, the "
+            "rest are asked at the next run."
+        ),
     )
     pending_batch: int = Field(
         default=256,

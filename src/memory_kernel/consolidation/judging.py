@@ -32,6 +32,7 @@ from memory_kernel.errors import JudgeError
 __all__ = [
     "CONFLICTS",
     "CONSOLIDATION_SYSTEM_PROMPT",
+    "GROUP",
     "ConflictFact",
     "ConflictJudge",
     "ConflictKind",
@@ -49,6 +50,8 @@ __all__ = [
 
 R = TypeVar("R")
 V = TypeVar("V", bound=BaseModel)
+#: Prompts per ``complete_json`` call (twice ChatJudge's default concurrency).
+GROUP = 8
 _MAX_REASON_CHARS = 1000
 _MAX_CONTENT_CHARS = 64 * 1024
 
@@ -228,24 +231,40 @@ def can_judge(judge: object | None) -> bool:
 
 
 async def _raw_answers(
-    judge: Any, question: Question[R, V], requests: Sequence[R]
-) -> Sequence[object]:
+    judge: Any, question: Question[R, V], requests: Sequence[R], deadline: float
+) -> tuple[list[object], bool]:
+    """The judge's answers, and whether the deadline cut them short. Its own method answers
+    the whole batch or nothing; ``complete_json`` is asked :data:`GROUP` prompts at a time,
+    so a slow model's answers before the deadline are kept and the rest are asked next run
+    (else a batch longer than the deadline would time out at every run)."""
     own = getattr(judge, question.method, None)
     if callable(own):
-        return list(await own(requests))
-    prompts = [question.prompt(r) for r in requests]
-    return list(await judge.complete_json(question.system, prompts, question.schema))
+        async with asyncio.timeout_at(deadline):
+            return list(await own(requests)), False
+    answers: list[object] = []
+    for start in range(0, len(requests), GROUP):
+        prompts = [question.prompt(r) for r in requests[start : start + GROUP]]
+        try:
+            async with asyncio.timeout_at(deadline):
+                got = list(await judge.complete_json(question.system, prompts, question.schema))
+        except TimeoutError:
+            return answers + [None] * (len(requests) - len(answers)), True
+        if len(got) != len(prompts):
+            raise ValueError(f"judge answered {len(got)} items for {len(prompts)} prompts")
+        answers += got
+    return answers, False
 
 
 async def ask(
     judge: object | None, question: Question[R, V], requests: Sequence[R], *, timeout_s: float
 ) -> JudgeAnswers[V]:
-    """One batched call; any failure, timeout or garbage becomes ``None`` slots."""
+    """One batched call within ``timeout_s``; any failure, timeout or garbage becomes ``None``
+    slots (``complete_json`` keeps what was answered before the deadline)."""
     if not requests or not can_ask(judge, question):
         return JudgeAnswers.none(len(requests))
+    deadline = asyncio.get_running_loop().time() + timeout_s
     try:
-        async with asyncio.timeout(timeout_s):
-            raw = await _raw_answers(judge, question, requests)
+        raw, late = await _raw_answers(judge, question, requests, deadline)
     except TimeoutError:
         return JudgeAnswers.none(len(requests), called=True, error="judge timed out")
     except Exception as exc:
@@ -254,7 +273,8 @@ async def ask(
         error = f"judge answered {len(raw)} items for {len(requests)} requests"
         return JudgeAnswers.none(len(requests), called=True, error=error)
     verdicts = [None if isinstance(a, BaseException) else _parse(a, question.schema) for a in raw]
-    return JudgeAnswers(verdicts, called=True)
+    error = f"judge timed out after {sum(v is not None for v in verdicts)} answers" if late else ""
+    return JudgeAnswers(verdicts, called=True, error=error)
 
 
 async def ask_judge(
