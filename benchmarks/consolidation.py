@@ -3,6 +3,7 @@
     python benchmarks/consolidation.py                          # 10k, 50k and 100k facts
     python benchmarks/consolidation.py --sizes 10000            # quick run
     python benchmarks/consolidation.py --dsn postgresql://...   # your server
+    python benchmarks/consolidation.py --judge                  # with a judge (keeps both)
 
 For each size it seeds one agent (COPY, vectors from the default HashingEmbedder) with:
 - background facts, each a distinct statement;
@@ -13,7 +14,10 @@ For each size it seeds one agent (COPY, vectors from the default HashingEmbedder
 with confidences in [0.65, 0.95] and last evidence spread over 90 days (so decay and
 deprecation have work too). Then it promotes the agent to its own HNSW partition
 (``rebalance``, timed apart) and runs ``consolidate`` in a child process, whose peak RSS
-is the memory figure. Targets (issue 7): 100k <= 60 s on 2 cores, time(100k)/time(50k)
+is the memory figure. ``--judge`` opens it with a judge that keeps every ambiguous case
+apart, instantly: the cost of the judge bands' wider candidate search and classification
+(``judge_restatement_probability``, ``judge_update_probability``), not of a model. Targets
+(issue 7): 100k <= 60 s on 2 cores, time(100k)/time(50k)
 <= 2.3, peak RSS <= 500 MB, planted-merge precision >= 0.95. The 1-minute load average
 is printed beside each size: figures taken on a busy machine are inflated.
 """
@@ -29,10 +33,11 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 import numpy as np
@@ -42,6 +47,7 @@ from rich.table import Table
 from sqlalchemy import select, text
 
 from memory_kernel import MemoryKernel, MemoryKernelConfig
+from memory_kernel.judges.base import Judge
 from memory_kernel.models.consolidation import ConsolidationAction, ConsolidationProgress
 from memory_kernel.storage.partitions import rebalance
 from memory_kernel.storage.tables import facts
@@ -165,12 +171,26 @@ def score(seed: Seed, merged: dict[uuid.UUID, uuid.UUID]) -> tuple[float, float,
     return precision, right / wanted if wanted else 1.0, wrong
 
 
-async def consolidate_child(dsn: str, schema: str) -> None:
+class KeepBoth:
+    """A judge that answers at once: every case apart, every episode admitted."""
+
+    name = "keep-both"
+
+    async def admit(self, requests: Sequence[Any]) -> list[dict[str, str]]:
+        return [{"decision": "ADD", "reason": "benchmark"} for _ in requests]
+
+    async def resolve(self, requests: Sequence[Any]) -> list[dict[str, str]]:
+        return [{"decision": "keep_both", "reason": "benchmark"} for _ in requests]
+
+
+async def consolidate_child(dsn: str, schema: str, *, judge: bool) -> None:
     """Run in the child process: consolidate and print the report as JSON."""
     config = MemoryKernelConfig.from_mapping(
         {"storage": {"schema_name": schema}, "consolidation": {"embed_worker": False}}
     )
-    async with MemoryKernel.open(dsn, config=config, clock=FrozenClock(NOW)) as kernel:
+    async with MemoryKernel.open(
+        dsn, config=config, clock=FrozenClock(NOW), judge=cast(Judge, KeepBoth()) if judge else None
+    ) as kernel:
         phases: dict[str, float] = {}
 
         rss: dict[str, float] = {}
@@ -193,12 +213,15 @@ async def consolidate_child(dsn: str, schema: str) -> None:
     peak = peak_rss_mb()
     print(json.dumps({
         "seconds": elapsed, "peak_mb": peak, "pairs": agent.candidate_pairs,
+        "ambiguous": agent.ambiguous, "judge_calls": agent.judge_calls,
         "counts": {str(k): v for k, v in report.counts.items()}, "error": agent.error,
         "phases": spans, "rss_at_phase_start": rss,
     }))  # fmt: skip
 
 
-async def run_size(n: int, dsn: str | None, tmp: Path, *, cold: bool) -> dict[str, Any]:
+async def run_size(
+    n: int, dsn: str | None, tmp: Path, *, cold: bool, judge: bool
+) -> dict[str, Any]:
     rng = np.random.default_rng(n)
     seed = plant(n, rng, cold=cold)
     schema = f"bench_consolidation_{n}"
@@ -220,6 +243,7 @@ async def run_size(n: int, dsn: str | None, tmp: Path, *, cold: bool) -> dict[st
         # A child process, so its peak RSS is consolidation's alone (not the seeding's).
         child = await asyncio.create_subprocess_exec(
             sys.executable, __file__, "--child", "--dsn", url, "--schema", schema,
+            *(["--judge"] if judge else []),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         out, err = await child.communicate()
@@ -280,6 +304,7 @@ def show(results: list[dict[str, Any]]) -> None:
         console.print(
             f"[dim]{r['n']:,}: seeding {r['seeded']:.1f}s, partition {r['promoted']:.1f}s; "
             f"phases {r['phases']}; peak RSS (MB) at phase start {r['rss_at_phase_start']}; "
+            f"judge cases {r['ambiguous']}, calls {r['judge_calls']}; "
             f"{r['error'] or ''}[/]"
         )
 
@@ -291,17 +316,21 @@ def main() -> None:
     parser.add_argument(
         "--cold", action="store_true", help="first run ever: every fact decays (and is rewritten)"
     )
+    parser.add_argument("--judge", action="store_true", help="with a judge that keeps both")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--schema", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        asyncio.run(consolidate_child(args.dsn, args.schema))
+        asyncio.run(consolidate_child(args.dsn, args.schema, judge=args.judge))
         return
 
     async def all_sizes() -> list[dict[str, Any]]:
         with tempfile.TemporaryDirectory(prefix="mk-bench-") as tmp:
             sizes = [int(s) for s in args.sizes.split(",")]
-            return [await run_size(n, args.dsn, Path(tmp), cold=args.cold) for n in sizes]
+            return [
+                await run_size(n, args.dsn, Path(tmp), cold=args.cold, judge=args.judge)
+                for n in sizes
+            ]
 
     show(asyncio.run(all_sizes()))
 
