@@ -54,7 +54,8 @@ class LabelJudge:
         answers = []
         for request in requests:
             ids = {f.id for f in request.facts}
-            new = next((n for o, n in self.newer.items() if {o, n} <= ids), None)
+            # A supersede retires every other fact asked about: only for the pair itself.
+            new = next((n for o, n in self.newer.items() if {o, n} == ids), None)
             self.asked["about an update pair" if new else "about other facts"] += 1
             if new is None:
                 answers.append({"decision": "keep_both", "reason": "gold label"})
