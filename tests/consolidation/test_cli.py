@@ -13,7 +13,7 @@ from memory_kernel.cli import app
 from memory_kernel.models.enums import FactStatus
 from tests.conftest import schema_config
 from tests.consolidation.conftest import add_fact, all_facts
-from tests.consolidation.test_gate_review import DECISION_REJECTED, NOISE_RECORDED
+from tests.gate_texts import DECISION_REJECTED, NOISE_RECORDED
 from tests.httpserver import Reply, Request, chat_reply, serve
 
 DUPES = ("The billing service stores snapshots in bucket archive-7.",

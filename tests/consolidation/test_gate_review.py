@@ -23,20 +23,10 @@ from memory_kernel.models.decisions import Decision
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.conftest import schema_config
 from tests.consolidation.conftest import events_of
+from tests.gate_texts import CLEAR_DECISION, CLEAR_NOISE, DECISION_REJECTED, NOISE_RECORDED
 from tests.httpserver import Reply, Request, chat_reply, serve
 
 A = "agent-a"
-# Layer 1's probabilities under the shipped weights (checked by the first test): a noise
-# response it records near its threshold, a decision it rejects near it, and one of each
-# far from it.
-NOISE_RECORDED = "Let's see how the numbers look next week before deciding on the pricing."
-DECISION_REJECTED = (
-    "Monorepo it is. Both services share the schema, so one repository keeps them in step."
-)
-CLEAR_DECISION = (
-    "Going with weekly releases from now on, since the nightly builds kept breaking staging."
-)
-CLEAR_NOISE = "There are two reasonable paths here: a queue or a cron job. How big is your team?"
 
 
 class BandJudge:

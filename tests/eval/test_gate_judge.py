@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memory_kernel.cli import app
-from tests.consolidation.test_gate_review import (
+from tests.gate_texts import (
     CLEAR_DECISION,
     CLEAR_NOISE,
     DECISION_REJECTED,
