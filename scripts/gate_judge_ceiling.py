@@ -26,7 +26,7 @@ from memory_kernel.brain.review import GateReviewRequest, GateReviewVerdict
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.embeddings.hybrid import HybridEmbedder
 from memory_kernel.eval import gate
-from memory_kernel.eval.folds import stratified_folds
+from memory_kernel.eval.cv import CvSetup, cross_validate
 from memory_kernel.eval.gate_model import LearnedGate
 from memory_kernel.eval.store import eval_server
 from memory_kernel.judges.base import Judge
@@ -84,17 +84,14 @@ async def _one(
         decisions = await gate.decide(rows, embedder, config, cast(Judge, judge))
         return _totals(rows, decisions), judge.asked, len(rows)
     model = LearnedGate(embedder, config, cast(Judge, judge))
-    totals = [0, 0, 0, 0]
-    for fold in stratified_folds([str(r["label"]) for r in rows], folds, seed):
-        out = set(fold)
-        params = await model.fit([r for i, r in enumerate(rows) if i not in out])
-        held = [rows[i] for i in fold]
-        m = await model.evaluate(held, params)
-        decisions = sum(r["label"] == "decision" for r in held)
-        figures = [m["content_recorded"], m["content_noise_recorded"], decisions]
-        figures.append(m["content_decisions_missed"])
-        totals = [a + int(b) for a, b in zip(totals, figures, strict=True)]
-    return totals, judge.asked, len(rows)
+    labels = [str(r["label"]) for r in rows]
+    summed = ("content_recorded", "content_noise_recorded", "content_decisions_missed")
+    _, table = await cross_validate(
+        CvSetup(rows, labels, model, "label"), folds=folds, seed=seed, shown=summed
+    )
+    recorded, noise, missed = (sum(int(fold[k]) for fold in table) for k in summed)
+    # Every row is held out once: the decisions of all folds are the file's.
+    return [recorded, noise, labels.count("decision"), missed], judge.asked, len(rows)
 
 
 async def main() -> None:

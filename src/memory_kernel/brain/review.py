@@ -64,10 +64,9 @@ class GateReviewRequest(BaseModel):
     agent_id: str
     message: str
     response: str
-    #: Layer 1's probability, and whether the decision is recorded now (it passed).
-    probability: float
+    #: Whether the decision is recorded now (layer 1 passed it).
     recorded: bool
-    #: ``metadata["gate"]`` as stored, which the judge's answer is added to.
+    #: ``metadata["gate"]`` as stored (layer 1's probability), which the answer joins.
     gate: dict[str, Any]
 
 

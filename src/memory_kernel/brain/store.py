@@ -78,7 +78,6 @@ _IN_BAND = (
 # With its exchange's two turns (both name it; found through the turns' episode index).
 _REVIEW = text(
     "SELECT d.id, d.active, d.metadata -> 'gate' AS gate,"  # noqa: S608 - constants only
-    " (d.metadata -> 'gate' ->> 'p')::float8 AS p,"
     " m.content AS message, r.content AS response"
     " FROM decisions d"
     " JOIN turns r ON r.agent_id = d.agent_id AND r.episode_id = d.episode_id AND r.seq = 1"
@@ -218,20 +217,17 @@ async def review_candidates(
     """Deliberations whose layer-1 probability lies in ``[low, high]``, not yet reviewed by
     a judge and as layer 1 left them, oldest first (``brain.review``)."""
     params = {"agent_id": agent_id, "low": low, "high": high, "limit": limit}
-    found = []
-    for r in await conn.execute(_REVIEW, params):
-        found.append(
-            GateReviewRequest(
-                decision_id=r.id,
-                agent_id=agent_id,
-                message=r.message,
-                response=r.response,
-                probability=r.p,
-                recorded=r.active,
-                gate=dict(r.gate),
-            )
+    return [
+        GateReviewRequest(
+            decision_id=r.id,
+            agent_id=agent_id,
+            message=r.message,
+            response=r.response,
+            recorded=r.active,
+            gate=dict(r.gate),
         )
-    return found
+        for r in await conn.execute(_REVIEW, params)
+    ]
 
 
 def agents_to_review(low: float, high: float) -> TextualSelect:

@@ -168,7 +168,7 @@ async def _ask(
             fallbacks += 1
         elif not decided:  # kept apart: not asked again (``_not_judged``)
             ctx.counts[Action.KEPT_BOTH] += 1
-            kept.append(judged_apart(ctx, case, verdict.reason))
+            kept.append(_kept_apart(ctx, case, verdict.reason))
         units += decided or []
     if kept:
         async with ctx.locked() as conn:
@@ -179,7 +179,7 @@ async def _ask(
     return units
 
 
-def judged_apart(ctx: RunContext, case: Case, reason: str) -> Event:
+def _kept_apart(ctx: RunContext, case: Case, reason: str) -> Event:
     """The audit row of a judge's "keep both": on the case's first fact, the second as
     ``related_id``, every fact of the case in ``details.members``."""
     return Event(

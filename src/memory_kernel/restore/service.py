@@ -78,8 +78,8 @@ async def import_agent(
             for table, values in by_table.items():
                 await store.insert(conn, table, values)
                 counts[table] += len(values)
-            turns.update(v["id"] for v in by_table["turns"])
-            queued.update(v["turn_id"] for v in by_table["extraction_queue"])
+            turns.update(v["id"] for v in by_table.get("turns", []))
+            queued.update(v["turn_id"] for v in by_table.get("extraction_queue", []))
         if source is None or target is None:
             raise ValidationError("nothing to import: there are no records")
         if queued - turns:
