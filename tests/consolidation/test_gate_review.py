@@ -106,6 +106,7 @@ async def test_the_judge_rejects_noise_and_restores_a_decision_in_the_band(
             [NOISE_RECORDED, DECISION_REJECTED]
         )  # the clear ones are not asked about
         assert report.count(Action.DECISIONS_REVIEWED) == 2 and report.judge_calls == 1
+        assert report.agents[0].ambiguous == 2  # counted as the merge phase counts its cases
         assert report.count(Action.DECISIONS_REJECTED) == 1
         assert report.count(Action.DECISIONS_RESTORED) == 1
         dropped, restored = await _decision(kernel, noise), await _decision(kernel, decision)

@@ -49,8 +49,8 @@ async def review_gate(ctx: RunContext, brain: Brain | None) -> None:
         requests = await store.review_candidates(
             conn, agent_id=ctx.agent_id, low=band[0], high=band[1], limit=ctx.cfg.judge_max_items
         )
+    ctx.ambiguous += len(requests)  # as the merge phase counts its cases, asked or not
     if ctx.dry_run:  # the judge's to decide in the real run
-        ctx.ambiguous += len(requests)
         return
     judge = ctx.rt.judge
     answers = await ask(judge, GATE_REVIEW, requests, timeout_s=ctx.cfg.judge_timeout_s)
