@@ -128,7 +128,7 @@ async def test_good_answer_and_request_shape(server: Server) -> None:
 
 
 async def test_fenced_json_is_accepted(server: Server) -> None:
-    async with _judge(server, "fenced", json_mode=False) as judge:
+    async with _judge(server, "fenced", response_format="none") as judge:
         (verdict,) = await judge.admit([_request()])
     assert isinstance(verdict, AdmissionVerdict)
     assert "response_format" not in server.requests[-1].json()
@@ -181,7 +181,19 @@ async def test_complete_json_is_batched_and_fails_item_by_item(server: Server) -
     assert isinstance(answers[2], _Size) and answers[2].n == len("fine")
 
 
-@pytest.mark.parametrize("kwargs", [{"timeout": 0}, {"max_retries": -1}, {"max_concurrency": 0}])
+async def test_json_schema_sends_the_answers_schema(server: Server) -> None:
+    async with _judge(server, "mixed", response_format="json_schema") as judge:
+        (answer,) = await judge.complete_json("count", ["four"], _Size)
+    assert isinstance(answer, _Size) and answer.n == len("four")
+    sent = server.requests[-1].json()["response_format"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["name"] == "_Size"
+    assert sent["json_schema"]["schema"]["required"] == ["n"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"timeout": 0}, {"max_retries": -1}, {"max_concurrency": 0}, {"response_format": "xml"}],
+)
 def test_rejects_bad_settings(kwargs: dict[str, float]) -> None:
     with pytest.raises(ConfigError):
         ChatJudge("http://127.0.0.1:1", "m", **kwargs)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import pydantic
 
@@ -80,9 +80,11 @@ class ChatJudge(HTTPBacked):
     """A judge that asks ``model`` at ``{base_url}/chat/completions``.
 
     ``timeout`` bounds each HTTP attempt, ``max_retries`` counts the extra attempts,
-    ``max_concurrency`` the items of a batch asked at once. ``json_mode`` sends
-    ``response_format={"type": "json_object"}`` (turn it off for servers that refuse it).
-    Use it as an async context manager, or call ``aclose()``.
+    ``max_concurrency`` the items of a batch asked at once. ``response_format``:
+    ``"json_object"`` (the default), ``"json_schema"`` (the answer's JSON schema, not strict:
+    servers that constrain decoding to it, as vLLM, llama.cpp and Ollama do, keep a small
+    model's answer in shape), or ``"none"`` for servers that refuse both. Use it as an async
+    context manager, or call ``aclose()``.
     """
 
     def __init__(
@@ -95,10 +97,12 @@ class ChatJudge(HTTPBacked):
         max_retries: int = 2,
         max_concurrency: int = 4,
         temperature: float = 0.0,
-        json_mode: bool = True,
+        response_format: Literal["json_object", "json_schema", "none"] = "json_object",
     ) -> None:
         if max_concurrency < 1:
             raise ConfigError(f"ChatJudge needs max_concurrency >= 1; got {max_concurrency}")
+        if response_format not in ("json_object", "json_schema", "none"):
+            raise ConfigError(f"ChatJudge: unknown response_format {response_format!r}")
         self._http = OpenAICompatibleHTTP(
             base_url, "/chat/completions", api_key=api_key, timeout=timeout,
             max_retries=max_retries, backoff=_BACKOFF, error=JudgeError, extra="ChatJudge",
@@ -107,7 +111,7 @@ class ChatJudge(HTTPBacked):
         self._model = model
         self._max_concurrency = max_concurrency
         self._temperature = temperature
-        self._json_mode = json_mode
+        self._format = response_format
 
     @property
     def name(self) -> str:
@@ -128,13 +132,13 @@ class ChatJudge(HTTPBacked):
         async def one(prompt: str) -> M | JudgeError:
             async with gate:
                 try:
-                    return self._parse(await self._chat(system, prompt), schema)
+                    return self._parse(await self._chat(system, prompt, schema), schema)
                 except JudgeError as exc:
                     return exc
 
         return list(await asyncio.gather(*(one(p) for p in prompts)))
 
-    async def _chat(self, system: str, prompt: str) -> bytes:
+    async def _chat(self, system: str, prompt: str, schema: type[M]) -> bytes:
         payload: dict[str, Any] = {
             "model": self._model,
             "temperature": self._temperature,
@@ -143,7 +147,12 @@ class ChatJudge(HTTPBacked):
                 {"role": "user", "content": prompt},
             ],
         }
-        if self._json_mode:
+        if self._format == "json_schema":
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+            }
+        elif self._format == "json_object":
             payload["response_format"] = {"type": "json_object"}
         return await self._http.post(payload, label=f"judge {self.name!r}")
 
