@@ -287,9 +287,11 @@ def eval_(
         str | None,
         typer.Option(
             "--judge",
-            help="dedup, gate: also consolidate with this judge (each pair learn kept apart; "
-            "each gate agent after its replay), openai:<model>@<base_url> (key from "
-            "MEMORY_KERNEL_JUDGE_API_KEY or OPENAI_API_KEY)",
+            help="dedup, gate, ku: also consolidate with this judge (each pair learn kept "
+            "apart; each gate agent after its replay; each ku agent after learning), "
+            "openai:<model>@<base_url> (key from MEMORY_KERNEL_JUDGE_API_KEY or "
+            "OPENAI_API_KEY; MEMORY_KERNEL_JUDGE_RESPONSE_FORMAT json_object, json_schema "
+            "or none)",
             show_default=False,
         ),
     ] = None,

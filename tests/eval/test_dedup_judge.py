@@ -78,6 +78,6 @@ def test_an_unreadable_judge_or_one_with_folds_is_refused_before_anything_runs(
         data, tmp_path / "r.json", "--judge", "openai:m@http://127.0.0.1:9", "--folds", "2"
     )
     assert folds.exit_code != 0 and "--folds" in folds.output
-    other = runner.invoke(app, ["eval", "ku", "--data", str(data), "--judge", "openai:m@x"])
+    other = runner.invoke(app, ["eval", "stsb", "--data", str(data), "--judge", "openai:m@x"])
     assert other.exit_code != 0 and "--judge" in other.output
     assert not (tmp_path / "r.json").exists()

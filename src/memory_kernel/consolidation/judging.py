@@ -22,6 +22,7 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Generic, Protocol, Self, TypeVar, runtime_checkable
 
@@ -77,6 +78,9 @@ class ConflictFact(_Frozen):
     content: str
     category: str | None
     confidence: float
+    #: When the fact became true (``valid_from``): which of a changed value's statements is
+    #: the newer one, which no text says.
+    stated_at: datetime | None = None
 
 
 class ConflictRequest(_Frozen):
@@ -149,7 +153,8 @@ Answer with one JSON object and nothing else:
 - merge: they state the same fact; winner_id is the best-worded one; merged_content may
   give one sentence that combines them (only if nothing is lost), else null.
 - supersede: they describe the same thing at different times or with a changed value;
-  winner_id is the one that is true now; the others are retired.
+  winner_id is the one that is true now (usually the latest stated_at); the others are
+  retired.
 - keep_both: both can be true (different contexts or different things).
 - contradiction: they cannot both be true and you cannot tell which is right.
 winner_id must be one of the fact_ids shown. Never merge facts whose values differ."""
@@ -167,6 +172,7 @@ def conflict_prompt(request: ConflictRequest) -> str:
                 "content": f.content,
                 "category": f.category,
                 "confidence": round(f.confidence, 3),
+                **({} if f.stated_at is None else {"stated_at": f.stated_at.isoformat()}),
             }
             for f in request.facts
         ],

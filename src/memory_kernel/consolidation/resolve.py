@@ -39,7 +39,7 @@ class Case:
     def request(self, agent_id: str, views: Mapping[uuid.UUID, FactView]) -> ConflictRequest:
         shown = tuple(
             ConflictFact(id=i, content=views[i].content, category=views[i].category,
-                         confidence=views[i].confidence)
+                         confidence=views[i].confidence, stated_at=views[i].valid_from)
             for i in self.ids
         )  # fmt: skip
         return ConflictRequest(

@@ -12,7 +12,7 @@ from rich.console import Console
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval.embedders import close_embedder, embedder_from_name
 from memory_kernel.eval.report import SuiteReport, print_report, write_json
-from memory_kernel.eval.suites import check_options, load_suite
+from memory_kernel.eval.suites import JUDGED_CV, check_options, load_suite
 from memory_kernel.protocols import Embedder
 
 __all__ = ["run_eval", "run_tune"]
@@ -62,8 +62,7 @@ def run_eval(
     runner = load_suite(suite)
     given = {k: v for k, v in (options or {}).items() if v is not None}
     check_options(suite, given)
-    # The gate's CV replays each held-out fold, so a judge can read it after its replay.
-    refit = {k: v for k, v in given.items() if not (suite == "gate" and k == "judge")}
+    refit = {k: v for k, v in given.items() if not (suite in JUDGED_CV and k == "judge")}
     if folds is not None and refit:
         flags = ", ".join(f"--{o}" for o in sorted(refit))
         raise ConfigError(f"{flags} and --folds do not go together: cross-validation refits")

@@ -10,7 +10,7 @@ today's configuration) and judges both against the issue 21 targets.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -21,7 +21,7 @@ from memory_kernel.eval.folds import check_folds, stratified_folds
 from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import CrossValidation, FoldStats, SuiteReport
 from memory_kernel.eval.store import eval_server
-from memory_kernel.eval.suites import load_suite
+from memory_kernel.eval.suites import JUDGED_CV, load_suite
 from memory_kernel.protocols import Embedder
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ async def cross_validate(
     return summarise(per_fold), table
 
 
-def _setup(suite: str, data: Path, embedder: Embedder) -> CvSetup[Any, Any]:
+def _setup(suite: str, data: Path, embedder: Embedder, judge: Judge | None) -> CvSetup[Any, Any]:
     from memory_kernel.eval.cv_suites import SETUPS
 
     make = SETUPS.get(suite)
@@ -94,19 +94,26 @@ def _setup(suite: str, data: Path, embedder: Embedder) -> CvSetup[Any, Any]:
             f"--folds: {suite} has no classifier of rows to cross-validate; "
             f"use one of {', '.join(sorted(SETUPS))}"
         )
-    return make(data, embedder)
+    return make(data, embedder) if judge is None else make(data, embedder, judge)
+
+
+def _check_judged(suite: str) -> None:
+    if suite not in JUDGED_CV:
+        raise ConfigError(
+            f"--judge and --folds go together for {' and '.join(sorted(JUDGED_CV))} only, "
+            f"not {suite}"
+        )
 
 
 async def run_cv(
     suite: str, data: Path, embedder: Embedder, *, folds: int, seed: int, judge: str | None = None
 ) -> SuiteReport:
     """The suite's development report with the cross-validated figures beside it; with
-    ``judge`` (``openai:<model>@<base_url>``; the gate only), both read after the nightly
-    runs in which that judge read layer 1's uncertain band."""
+    ``judge`` (``openai:<model>@<base_url>``; the gate and ku), both read after the nightly
+    runs in which that judge answered."""
     if judge is None:
         return await _run_cv(suite, data, embedder, folds=folds, seed=seed)
-    if suite != "gate":
-        raise ConfigError(f"--judge and --folds go together for the gate only, not {suite}")
+    _check_judged(suite)
     from memory_kernel.eval.embedders import judge_from_name
 
     async with judge_from_name(judge) as chat:
@@ -117,11 +124,7 @@ async def _run_cv(
     suite: str, data: Path, embedder: Embedder, *, folds: int, seed: int,
     judge: Judge | None = None,
 ) -> SuiteReport:  # fmt: skip
-    setup = _setup(suite, data, embedder)
-    if judge is not None:  # the gate's classifier, each held-out fold judged after its replay
-        from memory_kernel.eval.gate_model import LearnedGate
-
-        setup = replace(setup, model=LearnedGate(embedder, judge=judge))
+    setup = _setup(suite, data, embedder, judge)
     check_folds(folds, len(setup.rows))
     options = {} if judge is None else {"judge": judge}
     async with eval_server():

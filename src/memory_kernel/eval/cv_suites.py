@@ -30,6 +30,7 @@ from memory_kernel.eval.fittable import (
 )
 from memory_kernel.eval.gate_model import FittedGate, LearnedGate
 from memory_kernel.eval.sweep import SWEEPS, parse_values
+from memory_kernel.judges.base import Judge
 from memory_kernel.protocols import Embedder
 
 __all__ = ["SETUPS", "grid_with_default"]
@@ -43,9 +44,12 @@ def grid_with_default(suite: str) -> tuple[str, list[float]]:
     return spec.param, sorted({*parse_values(spec.values), default})
 
 
-def _gate(data: Path, embedder: Embedder) -> CvSetup[dict[str, Any], FittedGate]:
+def _gate(
+    data: Path, embedder: Embedder, judge: Judge | None = None
+) -> CvSetup[dict[str, Any], FittedGate]:
     rows = gate.load_rows(data)
-    model = LearnedGate(embedder)
+    # With a judge, each held-out fold is judged after its replay.
+    model = LearnedGate(embedder, judge=judge)
     return CvSetup(rows, [str(r["label"]) for r in rows], model, "label (decision / noise)")
 
 
@@ -100,13 +104,13 @@ def _ku_pair(pair: ku.KuPair) -> LabelledPair:
     return LabelledPair(pair.id, pair.old_fact, pair.new_fact, update, False, pair.topic)
 
 
-def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, Fitted]:
+def _ku(data: Path, embedder: Embedder, judge: Judge | None = None) -> CvSetup[ku.KuPair, Fitted]:
     pairs = ku.load_pairs(data)
 
     async def decide(chosen: Sequence[ku.KuPair], config: MemoryKernelConfig) -> list[ku.Checked]:
         # Held out, alone and among every pair of the file (the other folds' facts are the
-        # strangers a held-out fact must not be taken for).
-        return await ku.decide_with_shared(chosen, pairs, embedder, config)
+        # strangers a held-out fact must not be taken for); with a judge, after its nights.
+        return await ku.decide_with_shared(chosen, pairs, embedder, config, judge)
 
     rules = SuiteRules(decide=decide, score=ku.score_with_shared, key=lambda pair: pair.id)
     labels = [p.label for p in pairs]
@@ -116,7 +120,7 @@ def _ku(data: Path, embedder: Embedder) -> CvSetup[ku.KuPair, Fitted]:
     return CvSetup(pairs, labels, model, "label (update / distinct)")
 
 
-SETUPS: dict[str, Callable[[Path, Embedder], CvSetup[Any, Any]]] = {
+SETUPS: dict[str, Callable[..., CvSetup[Any, Any]]] = {
     "gate": _gate,
     "dedup": _dedup,
     "admission": _admission,

@@ -93,9 +93,11 @@ JUDGE_FORM = "openai:<model>@<base_url>"
 
 def judge_from_name(name: str) -> ChatJudge:
     """``openai:<model>@<base_url>``: a :class:`ChatJudge` on that endpoint, its key read from
-    ``MEMORY_KERNEL_JUDGE_API_KEY``, else ``OPENAI_API_KEY``."""
+    ``MEMORY_KERNEL_JUDGE_API_KEY``, else ``OPENAI_API_KEY``, and its ``response_format``
+    from ``MEMORY_KERNEL_JUDGE_RESPONSE_FORMAT`` (``json_object`` when unset)."""
     model, url, dim = openai_endpoint(name, "judge", JUDGE_FORM)
     if dim is not None:
         raise ConfigError(f"judge {name!r}: a judge has no dimension; drop the #{dim}")
     key = os.environ.get("MEMORY_KERNEL_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    return ChatJudge(url, model, api_key=key)
+    answer = os.environ.get("MEMORY_KERNEL_JUDGE_RESPONSE_FORMAT", "json_object")
+    return ChatJudge(url, model, api_key=key, response_format=answer)  # type: ignore[arg-type]

@@ -33,12 +33,13 @@ from memory_kernel.eval.kernel_api import (
     TurnOutcome,
     TurnResult,
 )
+from memory_kernel.eval.nightly import ASKED, consolidate_judged
 from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.eval.targets import targets_for
 from memory_kernel.judges.base import Judge
-from memory_kernel.models.consolidation import AgentRunStatus, ConsolidationAction
+from memory_kernel.models.consolidation import ConsolidationAction
 from memory_kernel.protocols import Embedder
 
 __all__ = [
@@ -223,9 +224,9 @@ async def _replay_both(
         )
         if judge is None:
             return _Replayed(framed, content, counters)
-        asked: Metrics = dict.fromkeys(_ASKED, 0)
+        asked: Metrics = dict.fromkeys([*ASKED, *_JUDGED], 0)
         for agent in ("gate", "gate-content"):
-            await _consolidate_judged(kernel, agent, asked)
+            await consolidate_judged(kernel, agent, asked, _JUDGED)
         judged = [
             GateDecision(
                 await _recorded_in(kernel, "gate", row),
@@ -236,23 +237,10 @@ async def _replay_both(
     return _Replayed(framed, content, counters, judged, asked)
 
 
-_ASKED = ("judge_questions", "judge_calls", "judge_rejected", "judge_restored", "judge_fallbacks")
-
-
-async def _consolidate_judged(kernel: MemoryKernel, agent: str, asked: Metrics) -> None:
-    """The nightly run, again until a run reads nothing more (``judge_max_items`` each)."""
-    for _ in range(1000):
-        (run,) = (await kernel.consolidate(agent)).agents
-        if run.status is not AgentRunStatus.DONE:
-            raise ConfigError(f"consolidating {agent} failed: {run.error}")
-        read = run.counts.get(ConsolidationAction.DECISIONS_REVIEWED, 0)
-        asked["judge_questions"] += read + run.counts.get(ConsolidationAction.JUDGE_FALLBACK, 0)
-        asked["judge_calls"] += run.judge_calls
-        asked["judge_rejected"] += run.counts.get(ConsolidationAction.DECISIONS_REJECTED, 0)
-        asked["judge_restored"] += run.counts.get(ConsolidationAction.DECISIONS_RESTORED, 0)
-        asked["judge_fallbacks"] += run.counts.get(ConsolidationAction.JUDGE_FALLBACK, 0)
-        if not read:
-            return
+_JUDGED = {
+    "judge_rejected": ConsolidationAction.DECISIONS_REJECTED,
+    "judge_restored": ConsolidationAction.DECISIONS_RESTORED,
+}
 
 
 async def _recorded_in(kernel: MemoryKernel, agent: str, row: dict[str, Any]) -> bool:

@@ -49,9 +49,12 @@ from memory_kernel.eval.kernel_api import (
     LearnOutcome,
     MemoryKernel,
 )
+from memory_kernel.eval.nightly import ASKED, consolidate_judged
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.eval.targets import targets_for
+from memory_kernel.judges.base import Judge
+from memory_kernel.models.consolidation import ConsolidationAction
 from memory_kernel.protocols import Embedder
 
 __all__ = [
@@ -60,6 +63,14 @@ __all__ = [
 ]  # fmt: skip
 
 LABELS = ("update", "distinct")
+JUDGED_NOTE = (
+    "with a judge: every agent consolidated with it after learning, until it had answered "
+    "every question; judge_superseded and judge_merged count what its answers retired"
+)
+_JUDGED = {
+    "judge_superseded": ConsolidationAction.SUPERSEDED,
+    "judge_merged": ConsolidationAction.MERGED,
+}
 SHARED_AGENT = "ku-shared"
 
 
@@ -184,19 +195,29 @@ async def _check(
     return checks
 
 
+async def _nightly(kernel: MemoryKernel, agents: Sequence[str], asked: Metrics | None) -> None:
+    """With a judge (``asked`` holds what it was asked), each agent's nightly runs."""
+    if asked is not None:
+        for agent in dict.fromkeys(agents):
+            await consolidate_judged(kernel, agent, asked, _JUDGED)
+
+
 async def _alone(
-    kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair]
+    kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair], asked: Metrics | None = None
 ) -> list[KuCheck]:
     agents = [f"ku-{n}" for n in range(len(pairs))]
-    return await _check(kernel, agents, pairs, await learn_pairs(kernel, clock, agents, pairs))
+    learned = await learn_pairs(kernel, clock, agents, pairs)
+    await _nightly(kernel, agents, asked)
+    return await _check(kernel, agents, pairs, learned)
 
 
 async def _shared(
-    kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair]
+    kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair], asked: Metrics | None = None
 ) -> tuple[list[KuCheck], list[KuCheck], list[tuple[LearnOutcome, LearnOutcome]]]:
     """Every pair in one agent, read by ``facts.search`` and by the context's recall."""
     agents = [SHARED_AGENT] * len(pairs)
     learned = await learn_pairs(kernel, clock, agents, pairs)
+    await _nightly(kernel, agents, asked)
     searched = await _check(kernel, agents, pairs, learned)
     recalled = await _check(kernel, agents, pairs, learned, context=True)
     return searched, recalled, learned
@@ -209,15 +230,17 @@ Checked = tuple[KuCheck, KuCheck, KuCheck]
 
 async def decide_with_shared(
     chosen: Sequence[KuPair], every: Sequence[KuPair], embedder: Embedder,
-    config: MemoryKernelConfig | None = None,
+    config: MemoryKernelConfig | None = None, judge: Judge | None = None,
 ) -> list[Checked]:  # fmt: skip
     """What became of each ``chosen`` pair alone (an agent of its own) and in one agent holding
     ``every`` pair of the file, the rest of the store the chosen pairs must not be
-    mistaken for (cross-validation: the held-out pairs among all)."""
+    mistaken for (cross-validation: the held-out pairs among all); with ``judge``, after
+    the nightly runs in which it answered."""
     clock = FrozenClock()
-    async with eval_kernel(embedder, clock=clock, config=config) as kernel:
-        alone = await _alone(kernel, clock, chosen)
-        searched, recalled, _ = await _shared(kernel, clock, every)
+    asked: Metrics | None = None if judge is None else {}
+    async with eval_kernel(embedder, clock=clock, config=config, judge=judge) as kernel:
+        alone = await _alone(kernel, clock, chosen, asked)
+        searched, recalled, _ = await _shared(kernel, clock, every, asked)
     by_id = {
         p.id: both for p, both in zip(every, zip(searched, recalled, strict=True), strict=True)
     }
@@ -284,18 +307,29 @@ def _table(pairs: Sequence[KuPair], checks: Sequence[KuCheck]) -> list[dict[str,
 
 
 async def run(
-    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None
-) -> SuiteReport:
+    data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None,
+    judge: str | Judge | None = None,
+) -> SuiteReport:  # fmt: skip
+    """The suite; with ``judge`` (``openai:<model>@<base_url>``, or a judge object), every
+    agent is consolidated with it after learning, until it has answered every question
+    (conflicts, the update band, merges), and the pairs are checked after that."""
+    if isinstance(judge, str):
+        from memory_kernel.eval.embedders import judge_from_name
+
+        async with judge_from_name(judge) as chat:
+            return await run(data, embedder, config=config, judge=chat)
     pairs = load_pairs(data)
     if not pairs:
         raise ConfigError(f"no knowledge-update pairs in {data}")
     clock = FrozenClock()
-    async with eval_kernel(embedder, clock=clock, config=config) as kernel:
-        alone = await _alone(kernel, clock, pairs)
-        shared, recalled, learned = await _shared(kernel, clock, pairs)
+    asked: Metrics | None = None if judge is None else dict.fromkeys([*ASKED, *_JUDGED], 0)
+    async with eval_kernel(embedder, clock=clock, config=config, judge=judge) as kernel:
+        alone = await _alone(kernel, clock, pairs, asked)
+        shared, recalled, learned = await _shared(kernel, clock, pairs, asked)
         wrong = await _cross_retired(kernel, [(o.fact.id, n.fact.id) for o, n in learned])
     metrics = score_with_shared(pairs, list(zip(alone, shared, recalled, strict=True)))
     metrics["shared_retired_by_other_pair"] = wrong
+    metrics.update(asked or {})
     return SuiteReport(
         suite="ku",
         data=str(data),
@@ -312,6 +346,7 @@ async def run(
             "longer current after the new one was learned",
             "shared_*: every pair in one agent (old facts first, then new ones); "
             "shared_context_*: the same agent read by the context's recall (search_memory)",
+            *([] if judge is None else [JUDGED_NOTE]),
         ],
         targets=targets_for("ku", metrics),
     )

@@ -2,7 +2,7 @@
 
 Each function is ``async def run(data: Path, embedder: Embedder) -> SuiteReport``; a suite
 listed in ``SUITE_OPTIONS`` also takes those keyword options (``--budget``, ``--limit``,
-``--contexts``, ``--extractor``; ``--judge`` for dedup and gate).
+``--contexts``, ``--extractor``; ``--judge`` for dedup, gate and ku).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, cast
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval.report import SuiteReport
 
-__all__ = ["SUITES", "SUITE_OPTIONS", "check_options", "load_suite"]
+__all__ = ["JUDGED_CV", "SUITES", "SUITE_OPTIONS", "check_options", "load_suite"]
 
 SuiteRunner = Callable[..., Coroutine[Any, Any, SuiteReport]]
 
@@ -33,7 +33,11 @@ SUITE_OPTIONS: dict[str, frozenset[str]] = {
     "conversations": frozenset({"budget", "limit", "contexts", "extractor"}),
     "dedup": frozenset({"judge"}),
     "gate": frozenset({"judge"}),
+    "ku": frozenset({"judge"}),
 }
+#: The suites whose cross-validation runs each held-out fold through the kernel, so a
+#: judge (``--judge``) can answer there too.
+JUDGED_CV = frozenset({"gate", "ku"})
 
 
 def load_suite(name: str) -> SuiteRunner:
