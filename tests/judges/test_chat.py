@@ -119,7 +119,7 @@ async def test_good_answer_and_request_shape(server: Server) -> None:
     assert sent.headers["Authorization"] == "Bearer s3cret"
     body = sent.json()
     assert body["model"] == "judge-model" and body["temperature"] == 0.0
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"] == {"type": "json_object"} and "max_tokens" not in body
     assert "ADD|NOT|REPLACE|MERGE" in body["messages"][0]["content"]
     prompt = json.loads(body["messages"][1]["content"])
     assert prompt["new_run"]["references"] == {"count": 1, "items": ["B"]}
@@ -182,9 +182,10 @@ async def test_complete_json_is_batched_and_fails_item_by_item(server: Server) -
 
 
 async def test_json_schema_sends_the_answers_schema(server: Server) -> None:
-    async with _judge(server, "mixed", response_format="json_schema") as judge:
+    async with _judge(server, "mixed", response_format="json_schema", max_tokens=64) as judge:
         (answer,) = await judge.complete_json("count", ["four"], _Size)
     assert isinstance(answer, _Size) and answer.n == len("four")
+    assert server.requests[-1].json()["max_tokens"] == 64
     sent = server.requests[-1].json()["response_format"]
     assert sent["type"] == "json_schema" and sent["json_schema"]["name"] == "_Size"
     assert sent["json_schema"]["schema"]["required"] == ["n"]
@@ -192,7 +193,13 @@ async def test_json_schema_sends_the_answers_schema(server: Server) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"timeout": 0}, {"max_retries": -1}, {"max_concurrency": 0}, {"response_format": "xml"}],
+    [
+        {"timeout": 0},
+        {"max_retries": -1},
+        {"max_concurrency": 0},
+        {"response_format": "xml"},
+        {"max_tokens": 0},
+    ],
 )
 def test_rejects_bad_settings(kwargs: dict[str, float]) -> None:
     with pytest.raises(ConfigError):

@@ -93,11 +93,18 @@ JUDGE_FORM = "openai:<model>@<base_url>"
 
 def judge_from_name(name: str) -> ChatJudge:
     """``openai:<model>@<base_url>``: a :class:`ChatJudge` on that endpoint, its key read from
-    ``MEMORY_KERNEL_JUDGE_API_KEY``, else ``OPENAI_API_KEY``, and its ``response_format``
-    from ``MEMORY_KERNEL_JUDGE_RESPONSE_FORMAT`` (``json_object`` when unset)."""
+    ``MEMORY_KERNEL_JUDGE_API_KEY``, else ``OPENAI_API_KEY``; its ``response_format`` from
+    ``MEMORY_KERNEL_JUDGE_RESPONSE_FORMAT`` (``json_object`` when unset) and its
+    ``max_tokens`` from ``MEMORY_KERNEL_JUDGE_MAX_TOKENS`` (none when unset)."""
     model, url, dim = openai_endpoint(name, "judge", JUDGE_FORM)
     if dim is not None:
         raise ConfigError(f"judge {name!r}: a judge has no dimension; drop the #{dim}")
     key = os.environ.get("MEMORY_KERNEL_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
     answer = os.environ.get("MEMORY_KERNEL_JUDGE_RESPONSE_FORMAT", "json_object")
-    return ChatJudge(url, model, api_key=key, response_format=answer)  # type: ignore[arg-type]
+    cap = os.environ.get("MEMORY_KERNEL_JUDGE_MAX_TOKENS")
+    if cap is not None and not cap.strip().isdigit():
+        raise ConfigError(f"MEMORY_KERNEL_JUDGE_MAX_TOKENS must be a whole number; got {cap!r}")
+    return ChatJudge(
+        url, model, api_key=key, response_format=answer,  # type: ignore[arg-type]
+        max_tokens=None if cap is None else int(cap),
+    )  # fmt: skip

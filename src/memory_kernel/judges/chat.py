@@ -83,8 +83,10 @@ class ChatJudge(HTTPBacked):
     ``max_concurrency`` the items of a batch asked at once. ``response_format``:
     ``"json_object"`` (the default), ``"json_schema"`` (the answer's JSON schema, not strict:
     servers that constrain decoding to it, as vLLM, llama.cpp and Ollama do, keep a small
-    model's answer in shape), or ``"none"`` for servers that refuse both. Use it as an async
-    context manager, or call ``aclose()``.
+    model's answer in shape), or ``"none"`` for servers that refuse both. ``max_tokens``
+    caps each answer (sent as ``max_tokens`` when set): a small local model may otherwise
+    write until its context is full, past the run's deadline. Use it as an async context
+    manager, or call ``aclose()``.
     """
 
     def __init__(
@@ -98,11 +100,14 @@ class ChatJudge(HTTPBacked):
         max_concurrency: int = 4,
         temperature: float = 0.0,
         response_format: Literal["json_object", "json_schema", "none"] = "json_object",
+        max_tokens: int | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ConfigError(f"ChatJudge needs max_concurrency >= 1; got {max_concurrency}")
         if response_format not in ("json_object", "json_schema", "none"):
             raise ConfigError(f"ChatJudge: unknown response_format {response_format!r}")
+        if max_tokens is not None and max_tokens < 1:
+            raise ConfigError(f"ChatJudge needs max_tokens >= 1; got {max_tokens}")
         self._http = OpenAICompatibleHTTP(
             base_url, "/chat/completions", api_key=api_key, timeout=timeout,
             max_retries=max_retries, backoff=_BACKOFF, error=JudgeError, extra="ChatJudge",
@@ -112,6 +117,7 @@ class ChatJudge(HTTPBacked):
         self._max_concurrency = max_concurrency
         self._temperature = temperature
         self._format = response_format
+        self._max_tokens = max_tokens
 
     @property
     def name(self) -> str:
@@ -147,6 +153,8 @@ class ChatJudge(HTTPBacked):
                 {"role": "user", "content": prompt},
             ],
         }
+        if self._max_tokens is not None:
+            payload["max_tokens"] = self._max_tokens
         if self._format == "json_schema":
             payload["response_format"] = {
                 "type": "json_schema",
