@@ -30,12 +30,11 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.consolidation.judging import ConflictRequest
 from memory_kernel.embeddings.hybrid import HybridEmbedder
 from memory_kernel.eval.ku import KuPair, learn_pairs, load_pairs
+from memory_kernel.eval.nightly import consolidate_judged
 from memory_kernel.eval.store import eval_kernel, eval_server
 from memory_kernel.judges.base import AdmissionRequest, Judge
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.testing import FrozenClock
-
-_RUNS = 100  # runs per agent at most (judge_max_items questions each)
 
 
 class LabelJudge:
@@ -88,9 +87,7 @@ async def _one(pairs: Sequence[KuPair], band: str, shared: bool) -> Counter[str]
 
         before = [await status(a, o.fact.id) for a, o in zip(agents, olds, strict=True)]
         for agent in dict.fromkeys(agents):
-            for _ in range(_RUNS):
-                if not (await kernel.consolidate(agent)).judge_calls:
-                    break
+            await consolidate_judged(kernel, agent, {})
         figures = Counter[str](judge.asked)
         for agent, pair, old, new, was in zip(agents, pairs, olds, news, before, strict=True):
             now = await status(agent, old.fact.id)
