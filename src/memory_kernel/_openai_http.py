@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import pydantic
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
@@ -20,10 +20,59 @@ from memory_kernel.errors import ConfigError, MemoryKernelError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["HTTPBacked", "OpenAICompatibleHTTP", "chat_content"]
+__all__ = [
+    "FORMATS", "HTTPBacked", "OpenAICompatibleHTTP", "ResponseFormat", "chat_content",
+    "chat_payload", "checked_chat_options",
+]  # fmt: skip
 
 _SNIPPET = 200
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+#: How a chat client asks for its answer's shape: the JSON schema (which llama.cpp, vLLM and
+#: Ollama constrain decoding to), any JSON object, or nothing (servers that refuse both).
+ResponseFormat = Literal["json_schema", "json_object", "none"]
+FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "none")
+
+
+def checked_chat_options(
+    client: str, response_format: str, max_tokens: int | None
+) -> tuple[ResponseFormat, int | None]:
+    """``response_format`` and ``max_tokens`` of a chat client, or a ``ConfigError``."""
+    chosen = next((f for f in FORMATS if f == response_format), None)
+    if chosen is None:
+        raise ConfigError(f"{client}: unknown response_format {response_format!r}")
+    if max_tokens is not None and max_tokens < 1:
+        raise ConfigError(f"{client} needs max_tokens >= 1; got {max_tokens}")
+    return chosen, max_tokens
+
+
+def chat_payload(
+    model: str, temperature: float, system: str, prompt: str, *,
+    max_tokens: int | None = None, response_format: ResponseFormat = "none",
+    schema: tuple[str, dict[str, Any], bool] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """A ``/chat/completions`` request: one system and one user message; ``max_tokens``
+    caps the answer (a small local model may otherwise write until its context is full);
+    ``schema`` is ``(name, JSON schema, strict)`` for ``json_schema``."""
+    payload: dict[str, Any] = {
+        "model": model,
+        "temperature": temperature,
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+    }
+    if max_tokens is not None:
+        payload["max_tokens"] = max_tokens
+    if response_format == "json_object":
+        payload["response_format"] = {"type": "json_object"}
+    elif response_format == "json_schema":
+        if schema is None:
+            raise ValueError("response_format json_schema needs the answer's schema")
+        name, body, strict = schema
+        payload["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": body, **({"strict": True} if strict else {})},
+        }
+    return payload
 
 
 class _Message(pydantic.BaseModel):

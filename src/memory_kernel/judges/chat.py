@@ -15,11 +15,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import pydantic
 
-from memory_kernel._openai_http import HTTPBacked, OpenAICompatibleHTTP, chat_content
+from memory_kernel._openai_http import (
+    HTTPBacked,
+    OpenAICompatibleHTTP,
+    ResponseFormat,
+    chat_content,
+    chat_payload,
+    checked_chat_options,
+)
 from memory_kernel.errors import ConfigError, JudgeError
 from memory_kernel.judges.base import AdmissionRequest, AdmissionVerdict
 
@@ -99,15 +106,14 @@ class ChatJudge(HTTPBacked):
         max_retries: int = 2,
         max_concurrency: int = 4,
         temperature: float = 0.0,
-        response_format: Literal["json_object", "json_schema", "none"] = "json_object",
+        response_format: ResponseFormat = "json_object",
         max_tokens: int | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ConfigError(f"ChatJudge needs max_concurrency >= 1; got {max_concurrency}")
-        if response_format not in ("json_object", "json_schema", "none"):
-            raise ConfigError(f"ChatJudge: unknown response_format {response_format!r}")
-        if max_tokens is not None and max_tokens < 1:
-            raise ConfigError(f"ChatJudge needs max_tokens >= 1; got {max_tokens}")
+        self._format, self._max_tokens = checked_chat_options(
+            "ChatJudge", response_format, max_tokens
+        )
         self._http = OpenAICompatibleHTTP(
             base_url, "/chat/completions", api_key=api_key, timeout=timeout,
             max_retries=max_retries, backoff=_BACKOFF, error=JudgeError, extra="ChatJudge",
@@ -116,8 +122,6 @@ class ChatJudge(HTTPBacked):
         self._model = model
         self._max_concurrency = max_concurrency
         self._temperature = temperature
-        self._format = response_format
-        self._max_tokens = max_tokens
 
     @property
     def name(self) -> str:
@@ -145,23 +149,11 @@ class ChatJudge(HTTPBacked):
         return list(await asyncio.gather(*(one(p) for p in prompts)))
 
     async def _chat(self, system: str, prompt: str, schema: type[M]) -> bytes:
-        payload: dict[str, Any] = {
-            "model": self._model,
-            "temperature": self._temperature,
-            "messages": [
-                {"role": "system", "content": system},
-                {"role": "user", "content": prompt},
-            ],
-        }
-        if self._max_tokens is not None:
-            payload["max_tokens"] = self._max_tokens
-        if self._format == "json_schema":
-            payload["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
-            }
-        elif self._format == "json_object":
-            payload["response_format"] = {"type": "json_object"}
+        payload = chat_payload(
+            self._model, self._temperature, system, prompt, max_tokens=self._max_tokens,
+            response_format=self._format,
+            schema=(schema.__name__, schema.model_json_schema(), False),
+        )  # fmt: skip
         return await self._http.post(payload, label=f"judge {self.name!r}")
 
     def _parse(self, body: bytes, schema: type[M]) -> M:

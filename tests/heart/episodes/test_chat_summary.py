@@ -83,6 +83,7 @@ async def test_the_request_and_the_answer(server: Server) -> None:
     assert sent.headers["Authorization"] == "Bearer s3cret"
     body = sent.json()
     assert body["model"] == "sum-model" and body["temperature"] == 0.0
+    assert "max_tokens" not in body and "response_format" not in body
     system, user = body["messages"]
     assert "300 characters" in " ".join(system["content"].split())
     prompt = json.loads(user["content"])
@@ -109,7 +110,15 @@ async def test_an_endpoint_that_is_down_is_a_summariser_error() -> None:
             await summariser.summarise(_turns(), max_chars=300)
 
 
+async def test_max_tokens_caps_the_answer(server: Server) -> None:
+    async with ChatSummariser(server.url, "m", max_tokens=120) as summariser:
+        assert await summariser.summarise(_turns(), max_chars=300) == SUMMARY
+    assert server.requests[-1].json()["max_tokens"] == 120
+
+
 def test_bad_settings_are_config_errors() -> None:
+    with pytest.raises(ConfigError):
+        ChatSummariser("http://127.0.0.1:1", "m", max_tokens=0)
     with pytest.raises(ConfigError):
         ChatSummariser("http://127.0.0.1:1", "m", max_turn_chars=0)
     with pytest.raises(ConfigError):

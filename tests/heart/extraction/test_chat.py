@@ -163,9 +163,11 @@ async def test_json_object_mode_and_fenced_answers(server: Server, model: Model)
         (found,) = await extractor.extract([_turn(0, "My city is Paris.")])
     assert [f.content for f in found] == ["The user's city is Paris."]
     assert server.requests[-1].json()["response_format"] == {"type": "json_object"}
-    async with _extractor(server.url, response_format="none") as extractor:
+    assert "max_tokens" not in server.requests[-1].json()
+    async with _extractor(server.url, response_format="none", max_tokens=300) as extractor:
         await extractor.extract([_turn(0, "My city is Paris.")])
     assert "response_format" not in server.requests[-1].json()
+    assert server.requests[-1].json()["max_tokens"] == 300
 
 
 @pytest.mark.parametrize("mode", ["error", "prose", "wrong-turn"])
@@ -200,6 +202,8 @@ def test_bad_settings_are_config_errors() -> None:
         ChatExtractor("http://x", "m", timeout=0)
     with pytest.raises(ConfigError):
         ChatExtractor("http://x", "m", response_format="yaml")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        ChatExtractor("http://x", "m", max_tokens=0)
 
 
 async def test_the_kernel_keeps_turns_while_the_endpoint_fails_and_learns_them_once(

@@ -12,9 +12,14 @@ the answer is plain text. An answer that is no completion or has no words is a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from memory_kernel._openai_http import HTTPBacked, OpenAICompatibleHTTP, chat_content
+from memory_kernel._openai_http import (
+    HTTPBacked,
+    OpenAICompatibleHTTP,
+    chat_content,
+    chat_payload,
+    checked_chat_options,
+)
 from memory_kernel.errors import ConfigError, SummariserError
 from memory_kernel.heart.extraction.chat import extraction_prompt
 from memory_kernel.models.extraction import ExtractionTurn
@@ -40,8 +45,8 @@ class ChatSummariser(HTTPBacked):
 
     ``timeout`` bounds each HTTP attempt, ``max_retries`` counts the extra attempts (the
     kernel's ``HeartConfig.episode_summariser_timeout_s`` bounds them all).
-    ``max_turn_chars`` cuts each turn's text in the prompt. Use it as an async context
-    manager, or call ``aclose()``.
+    ``max_turn_chars`` cuts each turn's text in the prompt; ``max_tokens`` caps the answer
+    (sent when set). Use it as an async context manager, or call ``aclose()``.
     """
 
     def __init__(
@@ -54,9 +59,11 @@ class ChatSummariser(HTTPBacked):
         max_retries: int = 1,
         temperature: float = 0.0,
         max_turn_chars: int = 8000,
+        max_tokens: int | None = None,
     ) -> None:
         if max_turn_chars < 1:
             raise ConfigError(f"ChatSummariser needs max_turn_chars >= 1; got {max_turn_chars}")
+        _, self._max_tokens = checked_chat_options("ChatSummariser", "none", max_tokens)
         self._http = OpenAICompatibleHTTP(
             base_url, "/chat/completions", api_key=api_key, timeout=timeout,
             max_retries=max_retries, backoff=_BACKOFF, error=SummariserError,
@@ -71,14 +78,10 @@ class ChatSummariser(HTTPBacked):
         return f"chat:{self._model}"
 
     async def summarise(self, turns: Sequence[ExtractionTurn], *, max_chars: int) -> str:
-        payload: dict[str, Any] = {
-            "model": self._model,
-            "temperature": self._temperature,
-            "messages": [
-                {"role": "system", "content": SUMMARY_SYSTEM_PROMPT.format(max_chars=max_chars)},
-                {"role": "user", "content": extraction_prompt(turns, max_chars=self._max_chars)},
-            ],
-        }
+        payload = chat_payload(
+            self._model, self._temperature, SUMMARY_SYSTEM_PROMPT.format(max_chars=max_chars),
+            extraction_prompt(turns, max_chars=self._max_chars), max_tokens=self._max_tokens,
+        )  # fmt: skip
         body = await self._http.post(payload, label=f"summariser {self.name!r}")
         text = chat_content(body)
         if text is None:

@@ -19,11 +19,18 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import pydantic
 
-from memory_kernel._openai_http import HTTPBacked, OpenAICompatibleHTTP, chat_content
+from memory_kernel._openai_http import (
+    HTTPBacked,
+    OpenAICompatibleHTTP,
+    ResponseFormat,
+    chat_content,
+    chat_payload,
+    checked_chat_options,
+)
 from memory_kernel.errors import ConfigError, ExtractorError, ValidationError
 from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
 from memory_kernel.models.facts import PREFERENCE
@@ -109,8 +116,9 @@ class ChatExtractor(HTTPBacked):
 
     ``timeout`` bounds each HTTP attempt, ``max_retries`` counts the extra attempts.
     ``response_format``: ``"json_schema"`` (strict, the default), ``"json_object"``, or
-    ``"none"`` for servers that refuse both. ``max_turn_chars`` cuts each turn's text in the
-    prompt. Use it as an async context manager, or call ``aclose()``.
+    ``"none"`` for servers that refuse both. ``max_tokens`` caps the answer (sent when set).
+    ``max_turn_chars`` cuts each turn's text in the prompt. Use it as an async context
+    manager, or call ``aclose()``.
     """
 
     def __init__(
@@ -122,20 +130,21 @@ class ChatExtractor(HTTPBacked):
         timeout: float = 60.0,
         max_retries: int = 2,
         temperature: float = 0.0,
-        response_format: Literal["json_schema", "json_object", "none"] = "json_schema",
+        response_format: ResponseFormat = "json_schema",
         max_turn_chars: int = 8000,
+        max_tokens: int | None = None,
     ) -> None:
         if max_turn_chars < 1:
             raise ConfigError(f"ChatExtractor needs max_turn_chars >= 1; got {max_turn_chars}")
-        if response_format not in ("json_schema", "json_object", "none"):
-            raise ConfigError(f"ChatExtractor: unknown response_format {response_format!r}")
+        self._format, self._max_tokens = checked_chat_options(
+            "ChatExtractor", response_format, max_tokens
+        )
         self._http = OpenAICompatibleHTTP(
             base_url, "/chat/completions", api_key=api_key, timeout=timeout,
             max_retries=max_retries, backoff=_BACKOFF, error=ExtractorError, extra="ChatExtractor",
         )  # fmt: skip
         self._model = model
         self._temperature = temperature
-        self._format = response_format
         self._max_chars = max_turn_chars
 
     @property
@@ -145,22 +154,11 @@ class ChatExtractor(HTTPBacked):
     async def extract(self, turns: Sequence[ExtractionTurn]) -> list[list[ExtractedFact]]:
         if not turns:
             return []
-        payload: dict[str, Any] = {
-            "model": self._model,
-            "temperature": self._temperature,
-            "messages": [
-                {"role": "system", "content": EXTRACTION_SYSTEM_PROMPT},
-                {"role": "user", "content": extraction_prompt(turns, max_chars=self._max_chars)},
-            ],
-        }
-        if self._format == "json_schema":
-            payload["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "extracted_facts", "strict": True,
-                                "schema": EXTRACTION_SCHEMA},
-            }  # fmt: skip
-        elif self._format == "json_object":
-            payload["response_format"] = {"type": "json_object"}
+        payload = chat_payload(
+            self._model, self._temperature, EXTRACTION_SYSTEM_PROMPT,
+            extraction_prompt(turns, max_chars=self._max_chars), max_tokens=self._max_tokens,
+            response_format=self._format, schema=("extracted_facts", EXTRACTION_SCHEMA, True),
+        )  # fmt: skip
         body = await self._http.post(payload, label=f"extractor {self.name!r}")
         return self._parse(body, len(turns))
 
