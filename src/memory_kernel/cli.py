@@ -279,7 +279,9 @@ def eval_(
         str | None,
         typer.Option(
             "--extractor",
-            help="conversations: none or rules (facts extracted from the turns) [default: none]",
+            help="conversations: none, rules or openai:<model>@<base_url> (facts extracted "
+            "from the turns; MEMORY_KERNEL_EXTRACTOR_API_KEY, _RESPONSE_FORMAT, _MAX_TOKENS) "
+            "[default: none]",
             show_default=False,
         ),
     ] = None,

@@ -28,6 +28,7 @@ from memory_kernel.eval.naive import NaiveStore
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.heart.extraction.rules import RuleExtractor
 from memory_kernel.testing import FrozenClock
+from tests.httpserver import Reply, Request, chat_reply, serve
 
 
 def _write(path: Path, rows: list[dict[str, Any]], *, jsonl: bool) -> Path:
@@ -381,3 +382,36 @@ def test_other_suites_refuse_the_conversation_options(dedup_pairs: Path) -> None
     result = CliRunner().invoke(app, ["eval", "dedup", "--data", str(dedup_pairs), "--limit", "1"])
     assert result.exit_code == 1
     assert "takes no --limit" in result.output
+
+
+def _extracting_model(request: Request) -> Reply:
+    """A model that keeps each user turn of the batch as one fact, and reads the cap."""
+    body = request.json()
+    assert body["max_tokens"] == 300 and body["response_format"]["type"] == "json_schema"
+    turns = json.loads(body["messages"][1]["content"])["turns"]
+    facts = [{"turn": t["index"], "content": f"The user said: {t['text'][:200]}",
+              "subject": None, "confidence": 0.9}
+             for t in turns if t["role"] == "user"]  # fmt: skip
+    return chat_reply(json.dumps({"facts": facts}))
+
+
+@pytest.mark.usefixtures("eval_dsn")
+def test_a_chat_extractor_on_a_real_endpoint_forms_the_facts(
+    authored: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORY_KERNEL_EXTRACTOR_MAX_TOKENS", "300")
+    out = tmp_path / "report.json"
+    with serve(_extracting_model) as server:
+        result = CliRunner().invoke(
+            app,
+            ["eval", "conversations", "--data", str(authored), "--json", str(out),
+             "--budget", "60", "--limit", "1", "--extractor", f"openai:m@{server.url}/v1"],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert server.requests  # every exchange's user turn went to the model
+    metrics = json.loads(out.read_text(encoding="utf-8"))["metrics"]
+    assert metrics.get("formed_fact_active", 0) > 0
+    bad = CliRunner().invoke(
+        app, ["eval", "conversations", "--data", str(authored), "--extractor", "gpt-4o"]
+    )
+    assert bad.exit_code != 0 and "openai:<model>@<base_url>" in bad.output

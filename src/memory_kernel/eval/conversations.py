@@ -212,10 +212,25 @@ async def run(
 ) -> SuiteReport:  # fmt: skip
     """The suite (``memory-kernel eval conversations``); ``contexts``: also write each
     question's two contexts there, one JSON object a line (to read why a question fails);
-    ``extractor``: ``none`` (the default kernel's) or ``rules`` (``RuleExtractor``: facts
-    extracted from the turns through the queue, drained by its worker and ``consolidate``)."""
+    ``extractor``: ``none`` (the default kernel's), ``rules`` (``RuleExtractor``) or
+    ``openai:<model>@<base_url>`` (``ChatExtractor``, set from ``MEMORY_KERNEL_EXTRACTOR_*``):
+    facts extracted from the turns through the queue, drained after each exchange."""
+    if extractor.startswith("openai:"):
+        from memory_kernel.eval.embedders import extractor_from_name
+
+        async with extractor_from_name(extractor) as chat:
+            return await _run(data, embedder, budget, limit, contexts, chat)
     if extractor not in _EXTRACTORS:
-        raise ConfigError(f"--extractor must be one of {', '.join(_EXTRACTORS)}")
+        raise ConfigError(
+            f"--extractor must be one of {', '.join(_EXTRACTORS)} or openai:<model>@<base_url>"
+        )
+    return await _run(data, embedder, budget, limit, contexts, _EXTRACTORS[extractor]())
+
+
+async def _run(
+    data: Path, embedder: Embedder, budget: int, limit: int | None, contexts: Path | None,
+    chosen: FactExtractor | None,
+) -> SuiteReport:  # fmt: skip
     if budget < 1:
         raise ConfigError("--budget must be at least 1 token")
     if limit is not None and limit < 1:
@@ -228,7 +243,6 @@ async def run(
     clock = FrozenClock(first)
     results: list[QuestionResult] = []
     texts: list[dict[str, Any]] | None = None if contexts is None else []
-    chosen = _EXTRACTORS[extractor]()
     config: dict[str, object] = {"extraction": {"worker": False}}
     async with eval_kernel(embedder, clock=clock, config=config, extractor=chosen) as kernel:
         has_end_session = callable(getattr(kernel, "end_session", None))

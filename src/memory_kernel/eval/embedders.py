@@ -1,9 +1,10 @@
-"""Choosing an embedder, or a judge, by name on the command line."""
+"""Choosing an embedder, a judge or an extractor by name on the command line."""
 
 from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from memory_kernel.embeddings import (
     HashingEmbedder,
@@ -13,12 +14,13 @@ from memory_kernel.embeddings import (
     StaticEmbedder,
 )
 from memory_kernel.errors import ConfigError
+from memory_kernel.heart.extraction.chat import ChatExtractor
 from memory_kernel.judges import ChatJudge
 from memory_kernel.protocols import Embedder
 
 __all__ = [
-    "EMBEDDER_HELP", "JUDGE_FORM", "close_embedder", "embedder_from_name", "judge_from_name",
-    "openai_endpoint",
+    "EMBEDDER_HELP", "JUDGE_FORM", "close_embedder", "embedder_from_name",
+    "extractor_from_name", "judge_from_name", "openai_endpoint",
 ]  # fmt: skip
 
 EMBEDDER_HELP = (
@@ -91,20 +93,36 @@ async def close_embedder(embedder: Embedder) -> None:
 JUDGE_FORM = "openai:<model>@<base_url>"
 
 
-def judge_from_name(name: str) -> ChatJudge:
-    """``openai:<model>@<base_url>``: a :class:`ChatJudge` on that endpoint, its key read from
-    ``MEMORY_KERNEL_JUDGE_API_KEY``, else ``OPENAI_API_KEY``; its ``response_format`` from
-    ``MEMORY_KERNEL_JUDGE_RESPONSE_FORMAT`` (``json_object`` when unset) and its
-    ``max_tokens`` from ``MEMORY_KERNEL_JUDGE_MAX_TOKENS`` (none when unset)."""
-    model, url, dim = openai_endpoint(name, "judge", JUDGE_FORM)
+def _chat_endpoint(name: str, what: str) -> tuple[str, str, dict[str, Any]]:
+    """``(model, base_url, options)`` of ``openai:<model>@<base_url>`` for a chat client:
+    ``api_key`` from ``MEMORY_KERNEL_<WHAT>_API_KEY``, else ``OPENAI_API_KEY``; and, when
+    set, ``response_format`` and ``max_tokens`` from ``MEMORY_KERNEL_<WHAT>_RESPONSE_FORMAT``
+    and ``MEMORY_KERNEL_<WHAT>_MAX_TOKENS``."""
+    model, url, dim = openai_endpoint(name, what, JUDGE_FORM)
     if dim is not None:
-        raise ConfigError(f"judge {name!r}: a judge has no dimension; drop the #{dim}")
-    key = os.environ.get("MEMORY_KERNEL_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    answer = os.environ.get("MEMORY_KERNEL_JUDGE_RESPONSE_FORMAT", "json_object")
-    cap = os.environ.get("MEMORY_KERNEL_JUDGE_MAX_TOKENS")
-    if cap is not None and not cap.strip().isdigit():
-        raise ConfigError(f"MEMORY_KERNEL_JUDGE_MAX_TOKENS must be a whole number; got {cap!r}")
-    return ChatJudge(
-        url, model, api_key=key, response_format=answer,  # type: ignore[arg-type]
-        max_tokens=None if cap is None else int(cap),
-    )  # fmt: skip
+        raise ConfigError(f"{what} {name!r}: a chat model has no dimension; drop the #{dim}")
+    env = f"MEMORY_KERNEL_{what.upper()}_"
+    options: dict[str, Any] = {
+        "api_key": os.environ.get(env + "API_KEY") or os.environ.get("OPENAI_API_KEY")
+    }
+    if (answer := os.environ.get(env + "RESPONSE_FORMAT")) is not None:
+        options["response_format"] = answer
+    if (cap := os.environ.get(env + "MAX_TOKENS")) is not None:
+        if not cap.strip().isdigit():
+            raise ConfigError(f"{env}MAX_TOKENS must be a whole number; got {cap!r}")
+        options["max_tokens"] = int(cap)
+    return model, url, options
+
+
+def judge_from_name(name: str) -> ChatJudge:
+    """``openai:<model>@<base_url>``: a :class:`ChatJudge` on that endpoint, set from the
+    ``MEMORY_KERNEL_JUDGE_*`` variables (:func:`_chat_endpoint`)."""
+    model, url, options = _chat_endpoint(name, "judge")
+    return ChatJudge(url, model, **options)
+
+
+def extractor_from_name(name: str) -> ChatExtractor:
+    """``openai:<model>@<base_url>``: a :class:`ChatExtractor` on that endpoint, set from
+    the ``MEMORY_KERNEL_EXTRACTOR_*`` variables (:func:`_chat_endpoint`)."""
+    model, url, options = _chat_endpoint(name, "extractor")
+    return ChatExtractor(url, model, **options)
