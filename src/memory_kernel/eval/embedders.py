@@ -19,7 +19,7 @@ from memory_kernel.judges import ChatJudge
 from memory_kernel.protocols import Embedder
 
 __all__ = [
-    "EMBEDDER_HELP", "JUDGE_FORM", "close_embedder", "embedder_from_name",
+    "CHAT_FORM", "EMBEDDER_HELP", "close_embedder", "embedder_from_name",
     "extractor_from_name", "judge_from_name", "openai_endpoint",
 ]  # fmt: skip
 
@@ -90,7 +90,7 @@ async def close_embedder(embedder: Embedder) -> None:
             await close_embedder(part)
 
 
-JUDGE_FORM = "openai:<model>@<base_url>"
+CHAT_FORM = "openai:<model>@<base_url>"
 
 
 def _chat_endpoint(name: str, what: str) -> tuple[str, str, dict[str, Any]]:
@@ -98,7 +98,7 @@ def _chat_endpoint(name: str, what: str) -> tuple[str, str, dict[str, Any]]:
     ``api_key`` from ``MEMORY_KERNEL_<WHAT>_API_KEY``, else ``OPENAI_API_KEY``; and, when
     set, ``response_format`` and ``max_tokens`` from ``MEMORY_KERNEL_<WHAT>_RESPONSE_FORMAT``
     and ``MEMORY_KERNEL_<WHAT>_MAX_TOKENS``."""
-    model, url, dim = openai_endpoint(name, what, JUDGE_FORM)
+    model, url, dim = openai_endpoint(name, what, CHAT_FORM)
     if dim is not None:
         raise ConfigError(f"{what} {name!r}: a chat model has no dimension; drop the #{dim}")
     env = f"MEMORY_KERNEL_{what.upper()}_"
