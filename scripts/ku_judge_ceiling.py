@@ -1,7 +1,7 @@
 """How far the consolidation judge's update band could retire stale values: a ceiling.
 
     MEMORY_KERNEL_EVAL_DSN=... python scripts/ku_judge_ceiling.py FILE [FILE ...] \\
-        [--band 0.5|off] [--shared] [--sealed]
+        [--band 0.5|off] [--shared] [--sealed] [--embedder hybrid|st|…]
 
 Each knowledge-update file (``{"id", "topic", "old_fact", "new_fact", "label"}``, updates
 and look-alikes) is learned as ``eval ku`` learns it (every old fact, a day later every new
@@ -28,12 +28,13 @@ from typing import Any, cast
 
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.consolidation.judging import ConflictRequest
-from memory_kernel.embeddings.hybrid import HybridEmbedder
+from memory_kernel.eval.embedders import EMBEDDER_HELP, embedder_from_name
 from memory_kernel.eval.ku import KuPair, learn_pairs, load_pairs
 from memory_kernel.eval.nightly import consolidate_judged
 from memory_kernel.eval.store import eval_kernel, eval_server
 from memory_kernel.judges.base import AdmissionRequest, Judge
 from memory_kernel.models.enums import FactStatus
+from memory_kernel.protocols import Embedder
 from memory_kernel.testing import FrozenClock
 
 
@@ -63,7 +64,9 @@ class LabelJudge:
         return answers
 
 
-async def _one(pairs: Sequence[KuPair], band: str, shared: bool) -> Counter[str]:
+async def _one(
+    pairs: Sequence[KuPair], band: str, shared: bool, embedder: Embedder
+) -> Counter[str]:
     judge, clock = LabelJudge(), FrozenClock()
     section: dict[str, object] = {"judge_max_calls": 100}
     if band == "off":
@@ -73,7 +76,7 @@ async def _one(pairs: Sequence[KuPair], band: str, shared: bool) -> Counter[str]
     config = MemoryKernelConfig.from_mapping({"consolidation": section})
     agents = ["shared" if shared else f"pair-{i}" for i in range(len(pairs))]
     async with eval_kernel(
-        HybridEmbedder(), clock=clock, judge=cast(Judge, judge), config=config
+        embedder, clock=clock, judge=cast(Judge, judge), config=config
     ) as kernel:
         facts = kernel.heart.facts
         learned = await learn_pairs(kernel, clock, agents, pairs)  # as ``eval ku`` learns them
@@ -119,11 +122,13 @@ async def main() -> None:
     parser.add_argument("--band", default="", help="the update band, or off (default: config)")
     parser.add_argument("--shared", action="store_true", help="every pair in one agent")
     parser.add_argument("--sealed", action="store_true", help="totals over the files only")
+    parser.add_argument("--embedder", default="hybrid", help=EMBEDDER_HELP)
     args = parser.parse_args()
     total = Counter[str]()
+    embedder = embedder_from_name(args.embedder)
     async with eval_server():
         for path in args.files:
-            figures = await _one(load_pairs(path), args.band, args.shared)
+            figures = await _one(load_pairs(path), args.band, args.shared, embedder)
             total.update(figures)
             if not args.sealed:
                 print(_line(path.name, figures))
