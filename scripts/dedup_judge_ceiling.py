@@ -1,13 +1,14 @@
 """How far the consolidation judge's restatement band could take dedup: a ceiling.
 
     MEMORY_KERNEL_EVAL_DSN=... python scripts/dedup_judge_ceiling.py \\
-        ../shared/eval/dev/dedup_pairs/dedup_pairs_authored_dev.jsonl
+        ../shared/eval/dev/dedup_pairs/dedup_pairs_authored_dev.jsonl [--embedder hybrid|st|…]
 
 Each pair of a dedup file (``{"id", "a", "b", "label"}``) is learned in an agent of its own,
 explicitly as ``eval dedup`` does (``a``, then ``b`` a minute later), then the agent is
 consolidated with a judge that answers every question from the gold label, a perfect
 model: "merge" for a pair labelled the same, "keep both" otherwise. The figures are what no
-real judge can beat with the default embedder and the shipped weights, and how many
+real judge can beat with the embedder (the default one unless ``--embedder``) and the shipped
+weights, and how many
 questions it is asked; they are not a measurement of any model. On the development files
 the shipped duplicate weights were fitted on, it is a development figure, not a held-out
 one.
@@ -24,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from memory_kernel.consolidation.judging import ConflictRequest
-from memory_kernel.embeddings.hashing import HashingEmbedder
+from memory_kernel.eval.embedders import EMBEDDER_HELP, embedder_from_name
 from memory_kernel.eval.store import eval_kernel, eval_server
 from memory_kernel.judges.base import AdmissionRequest
 from memory_kernel.models.enums import FactStatus
 from memory_kernel.models.facts import FactInput, LearnAction
+from memory_kernel.protocols import Embedder
 from memory_kernel.testing import FrozenClock
 
 
@@ -55,11 +57,11 @@ class OracleJudge:
         return answers
 
 
-async def run(rows: list[dict[str, Any]]) -> dict[str, Any]:
+async def run(rows: list[dict[str, Any]], embedder: Embedder) -> dict[str, Any]:
     judge, clock = OracleJudge(), FrozenClock()
     merged_at = {"learn": 0, "consolidate": 0}
     right = negatives_merged = 0
-    async with eval_server(), eval_kernel(HashingEmbedder(), clock=clock, judge=judge) as kernel:
+    async with eval_server(), eval_kernel(embedder, clock=clock, judge=judge) as kernel:
         for row in rows:
             agent = f"pair-{row['id']}"
             a = await kernel.heart.facts.learn(
@@ -97,9 +99,12 @@ async def run(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, help="a dedup pairs JSONL file")
-    path: Path = parser.parse_args().data
+    parser.add_argument("--embedder", default="hybrid", help=EMBEDDER_HELP)
+    args = parser.parse_args()
+    path: Path = args.data
     rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
-    print(json.dumps({"data": str(path), **asyncio.run(run(rows))}, indent=2))
+    embedder = embedder_from_name(args.embedder)
+    print(json.dumps({"data": str(path), **asyncio.run(run(rows, embedder))}, indent=2))
 
 
 if __name__ == "__main__":
