@@ -293,7 +293,7 @@ def eval_(
             "apart; each gate agent after its replay; each ku agent after learning), "
             "openai:<model>@<base_url> (key from MEMORY_KERNEL_JUDGE_API_KEY or "
             "OPENAI_API_KEY; MEMORY_KERNEL_JUDGE_RESPONSE_FORMAT json_object, json_schema "
-            "or none)",
+            "or none; MEMORY_KERNEL_JUDGE_MAX_TOKENS); with --folds, each held-out fold too",
             show_default=False,
         ),
     ] = None,

@@ -67,17 +67,28 @@ def test_the_judge_merges_what_learn_kept_apart_and_is_counted(tmp_path: Path) -
     assert alone["accuracy"] == 0.75 and "judge_calls" not in alone
 
 
-def test_an_unreadable_judge_or_one_with_folds_is_refused_before_anything_runs(
-    tmp_path: Path,
-) -> None:
+def test_cross_validation_with_a_judge_merges_in_each_held_out_fold(tmp_path: Path) -> None:
+    rows = [dict(p, id=f"{p['id']}-{n}") for n in range(2) for p in PAIRS]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with serve(_answer) as server:
+        judged = _run(data, tmp_path / "j.json", "--folds", "2", "--judge",
+                      f"openai:m@{server.url}/v1")  # fmt: skip
+        assert judged.exit_code == 0, judged.output
+        asked = len(server.requests)
+    report = json.loads((tmp_path / "j.json").read_text(encoding="utf-8"))
+    assert asked >= report["metrics"]["judge_questions"] >= 1
+    # Each fold refits the duplicate scorer, which learns the band's pair from its twin: the
+    # held-out figures are those of the refitted scorer with the judge behind it.
+    cv = report["cv"]["metrics"]
+    assert cv["accuracy"]["min"] == 1.0 and cv["negatives_merged"]["max"] == 0
+
+
+def test_an_unreadable_judge_is_refused_before_anything_runs(tmp_path: Path) -> None:
     data = tmp_path / "pairs.jsonl"
     data.write_text(json.dumps(PAIRS[0]) + "\n", encoding="utf-8")
     bad = _run(data, tmp_path / "r.json", "--judge", "gpt-4o")
     assert bad.exit_code != 0 and "openai:<model>@<base_url>" in bad.output
-    folds = _run(
-        data, tmp_path / "r.json", "--judge", "openai:m@http://127.0.0.1:9", "--folds", "2"
-    )
-    assert folds.exit_code != 0 and "--folds" in folds.output
     other = runner.invoke(app, ["eval", "stsb", "--data", str(data), "--judge", "openai:m@x"])
     assert other.exit_code != 0 and "--judge" in other.output
     assert not (tmp_path / "r.json").exists()

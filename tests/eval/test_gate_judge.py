@@ -100,6 +100,6 @@ def test_cross_validation_with_a_judge_reads_each_held_out_fold(tmp_path: Path) 
 
     assert errors(tmp_path / "j.json") <= errors(tmp_path / "p.json")
     refused = runner.invoke(
-        app, ["eval", "dedup", "--data", str(data), "--judge", "openai:m@x", "--folds", "2"]
+        app, ["eval", "admission", "--data", str(data), "--judge", "openai:m@x", "--folds", "2"]
     )
-    assert refused.exit_code != 0 and "--folds" in refused.output
+    assert refused.exit_code != 0 and "--judge" in refused.output

@@ -109,7 +109,7 @@ async def run_cv(
     suite: str, data: Path, embedder: Embedder, *, folds: int, seed: int, judge: str | None = None
 ) -> SuiteReport:
     """The suite's development report with the cross-validated figures beside it; with
-    ``judge`` (``openai:<model>@<base_url>``; the gate and ku), both read after the nightly
+    ``judge`` (``openai:<model>@<base_url>``; dedup, gate and ku), both read after the nightly
     runs in which that judge answered."""
     if judge is None:
         return await _run_cv(suite, data, embedder, folds=folds, seed=seed)

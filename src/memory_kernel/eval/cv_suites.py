@@ -22,6 +22,7 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.eval import admission, dedup, gate, ku
 from memory_kernel.eval._metrics import binary_metrics
 from memory_kernel.eval.cv import CvSetup
+from memory_kernel.eval.dedup_judge import decide_judged
 from memory_kernel.eval.fact_models import Fitted, ScorerClassifier, admission_fit, pair_fit
 from memory_kernel.eval.fact_training import LabelledPair
 from memory_kernel.eval.fittable import (
@@ -62,10 +63,12 @@ def _dedup_pair(pair: dedup.Pair) -> LabelledPair:
     return LabelledPair(pair.id, pair.a, pair.b, update, pair.same)
 
 
-def _dedup(data: Path, embedder: Embedder) -> CvSetup[dedup.Pair, Any]:
+def _dedup(data: Path, embedder: Embedder, judge: Judge | None = None) -> CvSetup[dedup.Pair, Any]:
     kind, pairs = dedup.load_pairs(data)
 
     async def decide(chosen: Sequence[dedup.Pair], config: MemoryKernelConfig) -> list[bool]:
+        if judge is not None:  # each pair learn kept apart consolidated with the judge
+            return (await decide_judged(chosen, embedder, judge, config=config))[1]
         return dedup.merged(await dedup.decide(chosen, embedder, config=config))
 
     rules = SuiteRules(decide=decide, score=dedup.score, key=lambda pair: pair.id)

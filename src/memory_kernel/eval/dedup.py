@@ -35,6 +35,7 @@ from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.eval.targets import targets_for
+from memory_kernel.judges.base import Judge
 from memory_kernel.protocols import Embedder
 
 __all__ = [
@@ -165,10 +166,10 @@ def score(pairs: Sequence[Pair], merges: Sequence[bool]) -> Metrics:
 
 async def run(
     data: Path, embedder: Embedder, *, config: MemoryKernelConfig | None = None,
-    judge: str | None = None,
+    judge: str | Judge | None = None,
 ) -> SuiteReport:  # fmt: skip
-    """The suite; with ``judge`` (``openai:<model>@<base_url>``), each pair ``learn`` kept
-    apart is then consolidated with that judge (``eval/dedup_judge.py``)."""
+    """The suite; with ``judge`` (``openai:<model>@<base_url>``, or a judge object), each pair
+    ``learn`` kept apart is then consolidated with that judge (``eval/dedup_judge.py``)."""
     kind, pairs = load_pairs(data)
     if not pairs:
         raise ConfigError(f"no dedup pairs in {data}")

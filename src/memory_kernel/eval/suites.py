@@ -37,7 +37,7 @@ SUITE_OPTIONS: dict[str, frozenset[str]] = {
 }
 #: The suites whose cross-validation runs each held-out fold through the kernel, so a
 #: judge (``--judge``) can answer there too.
-JUDGED_CV = frozenset({"gate", "ku"})
+JUDGED_CV = frozenset({"dedup", "gate", "ku"})
 
 
 def load_suite(name: str) -> SuiteRunner:
