@@ -15,6 +15,7 @@ import pydantic
 import pytest
 
 from memory_kernel import ConfigError, JudgeError, MemoryKernel
+from memory_kernel.eval.embedders import judge_from_name
 from memory_kernel.judges import (
     AdmissionCandidate,
     AdmissionRequest,
@@ -189,6 +190,27 @@ async def test_json_schema_sends_the_answers_schema(server: Server) -> None:
     sent = server.requests[-1].json()["response_format"]
     assert sent["type"] == "json_schema" and sent["json_schema"]["name"] == "_Size"
     assert sent["json_schema"]["schema"]["required"] == ["n"]
+
+
+async def test_the_command_lines_judge_takes_its_settings_from_the_environment(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORY_KERNEL_JUDGE_API_KEY", "k3y")
+    monkeypatch.setenv("MEMORY_KERNEL_JUDGE_RESPONSE_FORMAT", "json_schema")
+    monkeypatch.setenv("MEMORY_KERNEL_JUDGE_MAX_TOKENS", "80")
+    key = f"mixed-{uuid.uuid4().hex[:8]}"
+    async with judge_from_name(f"openai:m@{server.url}/{key}/") as judge:
+        (answer,) = await judge.complete_json("count", ["four"], _Size)
+    assert isinstance(answer, _Size)
+    sent = server.requests[-1]
+    assert sent.headers["Authorization"] == "Bearer k3y"
+    assert sent.json()["max_tokens"] == 80
+    assert sent.json()["response_format"]["type"] == "json_schema"
+    for name, value in (("MAX_TOKENS", "many"), ("RESPONSE_FORMAT", "xml")):
+        monkeypatch.setenv(f"MEMORY_KERNEL_JUDGE_{name}", value)
+        with pytest.raises(ConfigError, match=value):
+            judge_from_name("openai:m@http://127.0.0.1:1")
+        monkeypatch.delenv(f"MEMORY_KERNEL_JUDGE_{name}")
 
 
 @pytest.mark.parametrize(
