@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS", "HTTPBacked", "OpenAICompatibleHTTP", "ResponseFormat", "chat_content",
-    "chat_payload", "checked_chat_options",
+    "chat_payload", "checked_chat_options", "cut_note",
 ]  # fmt: skip
 
 _SNIPPET = 200
@@ -81,6 +81,7 @@ class _Message(pydantic.BaseModel):
 
 class _Choice(pydantic.BaseModel):
     message: _Message
+    finish_reason: str | None = None
 
 
 class _Completion(pydantic.BaseModel):
@@ -96,6 +97,16 @@ def chat_content(body: bytes) -> str | None:
         return None
     fenced = _FENCE.match(content)
     return fenced.group(1) if fenced else content
+
+
+def cut_note(body: bytes) -> str:
+    """What to add to an unreadable answer's error when the server cut it at its length
+    limit (``finish_reason`` ``length``), else nothing."""
+    try:
+        reason = _Completion.model_validate_json(body).choices[0].finish_reason
+    except pydantic.ValidationError:
+        return ""
+    return " (cut at the length limit: raise max_tokens)" if reason == "length" else ""
 
 
 class _RetryableStatus(Exception):

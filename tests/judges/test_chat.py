@@ -36,7 +36,7 @@ SLOW_S = 1.0
 OLD = uuid.UUID(int=1)
 
 
-def _completion(content: str) -> Reply:
+def _completion(content: str, finish_reason: str = "stop") -> Reply:
     return json_reply(
         {
             "id": "c1",
@@ -45,7 +45,7 @@ def _completion(content: str) -> Reply:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "finish_reason": finish_reason,
                 }
             ],
         }
@@ -64,6 +64,8 @@ def _respond(request: Request) -> Reply:
         return _completion(_verdict_for(request))
     if scenario == "fenced":
         return _completion("```json\n" + _verdict_for(request) + "\n```")
+    if scenario == "cut":  # stopped at max_tokens halfway through the JSON
+        return _completion(_verdict_for(request)[:30], finish_reason="length")
     if scenario == "prose":
         return _completion("Sure! I would MERGE these two runs.")
     if scenario == "brokenbody":
@@ -139,6 +141,7 @@ async def test_fenced_json_is_accepted(server: Server) -> None:
     ("scenario", "match"),
     [
         ("prose", "does not fit AdmissionVerdict"),
+        ("cut", "cut at the length limit: raise max_tokens"),
         ("brokenbody", "malformed completion"),
         ("down", "HTTP 503 Service Unavailable after 2 attempts"),
         ("unauthorized", "HTTP 401 Unauthorized"),

@@ -26,6 +26,7 @@ from memory_kernel._openai_http import (
     chat_content,
     chat_payload,
     checked_chat_options,
+    cut_note,
 )
 from memory_kernel.errors import ConfigError, JudgeError
 from memory_kernel.judges.base import AdmissionRequest, AdmissionVerdict
@@ -165,6 +166,6 @@ class ChatJudge(HTTPBacked):
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]["msg"] if exc.error_count() else "invalid"
             raise JudgeError(
-                f"judge {self.name!r}: answer does not fit {schema.__name__}: {first}; "
-                f"answer: {text[:_SNIPPET]!r}"
+                f"judge {self.name!r}: answer does not fit {schema.__name__}: {first}"
+                f"{cut_note(body)}; answer: {text[:_SNIPPET]!r}"
             ) from exc

@@ -64,6 +64,20 @@ class Model:
             return Reply(500, b"oops")
         if self.mode == "prose":
             return chat_reply("The user lives in Paris, I think.")
+        if self.mode == "cut":  # stopped at max_tokens halfway through the JSON
+            body = {
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "length",
+                        "message": {
+                            "role": "assistant",
+                            "content": json.dumps(_model_answer(request))[:20],
+                        },
+                    }
+                ]
+            }
+            return Reply(200, json.dumps(body).encode())
         if self.mode == "wrong-turn":
             return chat_reply(json.dumps({"facts": [{"turn": 99, "content": "x"}]}))
         if self.mode == "preference":
@@ -170,13 +184,17 @@ async def test_json_object_mode_and_fenced_answers(server: Server, model: Model)
     assert server.requests[-1].json()["max_tokens"] == 300
 
 
-@pytest.mark.parametrize("mode", ["error", "prose", "wrong-turn"])
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [("error", "500"), ("prose", "does not fit"), ("wrong-turn", "names turn 99"),
+     ("cut", "cut at the length limit: raise max_tokens")],
+)  # fmt: skip
 async def test_unusable_answers_are_extractor_errors(
-    server: Server, model: Model, mode: str
+    server: Server, model: Model, mode: str, says: str
 ) -> None:
     model.mode = mode
     async with _extractor(server.url) as extractor:
-        with pytest.raises(ExtractorError):
+        with pytest.raises(ExtractorError, match=re.escape(says)):
             await extractor.extract([_turn(0, "My city is Paris.")])
     assert len(server.requests) == (2 if mode == "error" else 1)  # 5xx retried once
 

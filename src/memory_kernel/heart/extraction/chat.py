@@ -30,6 +30,7 @@ from memory_kernel._openai_http import (
     chat_content,
     chat_payload,
     checked_chat_options,
+    cut_note,
 )
 from memory_kernel.errors import ConfigError, ExtractorError, ValidationError
 from memory_kernel.models.extraction import ExtractedFact, ExtractionTurn
@@ -171,8 +172,8 @@ class ChatExtractor(HTTPBacked):
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]["msg"] if exc.error_count() else "invalid"
             raise ExtractorError(
-                f"extractor {self.name!r}: answer does not fit the schema: {first}; "
-                f"answer: {text[:_SNIPPET]!r}"
+                f"extractor {self.name!r}: answer does not fit the schema: {first}"
+                f"{cut_note(body)}; answer: {text[:_SNIPPET]!r}"
             ) from exc
         found: list[list[ExtractedFact]] = [[] for _ in range(n)]
         for fact in answer.facts:
