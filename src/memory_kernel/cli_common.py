@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Coroutine
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -97,22 +97,19 @@ async def kernel_opened(
     background queue worker (the command drains what it needs itself); ``serving`` (a
     long-running server) keeps it. ``judge``: ``openai:<model>@<base_url>``, a
     ``ChatJudge`` for the kernel, closed with it."""
-    from memory_kernel.eval.embedders import embedder_from_name, judge_from_name
+    from memory_kernel.eval.embedders import embedder_from_name
+    from memory_kernel.eval.nightly import judge_opened
     from memory_kernel.kernel import MemoryKernel
 
     one_off = {} if serving else {"consolidation": {"embed_worker": False}}
     config = MemoryKernelConfig.from_mapping({"storage": storage.model_dump(), **one_off})
-    async with AsyncExitStack() as stack:
-        chat = None if judge is None else await stack.enter_async_context(judge_from_name(judge))
-        kernel = await stack.enter_async_context(
-            MemoryKernel.open(
-                dsn,
-                config=config,
-                data_dir=data_dir,
-                embedder=embedder_from_name(embedder),
-                judge=chat,
-            )
-        )
+    async with (
+        judge_opened(judge) as chat,
+        MemoryKernel.open(
+            dsn, config=config, data_dir=data_dir, embedder=embedder_from_name(embedder),
+            judge=chat,
+        ) as kernel,
+    ):  # fmt: skip
         yield kernel
 
 

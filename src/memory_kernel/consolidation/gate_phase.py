@@ -9,7 +9,7 @@ A dry run counts the band as ``ambiguous`` and never calls the judge.
 
 from __future__ import annotations
 
-from memory_kernel.brain import Brain, review, store
+from memory_kernel.brain import Brain, policy, review, store
 from memory_kernel.brain.review import Change, GateReviewRequest, GateReviewVerdict
 from memory_kernel.brain.stats import Layer
 from memory_kernel.cognitive.draft import draft_decision
@@ -94,7 +94,7 @@ async def _apply(
             )  # fmt: skip
             return [Action.DECISIONS_REVIEWED, Action.DECISIONS_REJECTED]
         now = ctx.rt.clock.now()
-        values = {"metadata": {**current.metadata, review.GATE_KEY: marked}, "updated_at": now}
+        values = {**policy.gate_marked(current, marked), "updated_at": now}
         if draft is None:  # the judge agrees with layer 1
             await store.update(conn, current, values)
             return [Action.DECISIONS_REVIEWED]

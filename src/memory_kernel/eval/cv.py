@@ -18,6 +18,7 @@ from memory_kernel.errors import ConfigError
 from memory_kernel.eval._metrics import Metrics
 from memory_kernel.eval.fittable import Fittable
 from memory_kernel.eval.folds import check_folds, stratified_folds
+from memory_kernel.eval.nightly import judge_opened
 from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import CrossValidation, FoldStats, SuiteReport
 from memory_kernel.eval.store import eval_server
@@ -111,13 +112,10 @@ async def run_cv(
     """The suite's development report with the cross-validated figures beside it; with
     ``judge`` (``openai:<model>@<base_url>``; dedup, gate and ku), both read after the nightly
     runs in which that judge answered."""
-    if judge is None:
-        return await _run_cv(suite, data, embedder, folds=folds, seed=seed)
-    _check_judged(suite)
-    from memory_kernel.eval.embedders import judge_from_name
-
-    async with judge_from_name(judge) as chat:
-        return await _run_cv(suite, data, embedder, folds=folds, seed=seed, judge=chat)
+    if judge is not None:
+        _check_judged(suite)
+    async with judge_opened(judge) as chosen:
+        return await _run_cv(suite, data, embedder, folds=folds, seed=seed, judge=chosen)
 
 
 async def _run_cv(

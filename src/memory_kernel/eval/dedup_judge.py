@@ -19,8 +19,8 @@ from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval._metrics import Metrics
 from memory_kernel.eval.dedup import Pair, learn_pairs, merged, pair_agent
-from memory_kernel.eval.embedders import judge_from_name
 from memory_kernel.eval.kernel_api import LearnOutcome
+from memory_kernel.eval.nightly import judge_opened
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.judges.base import Judge
 from memory_kernel.models.consolidation import AgentRunStatus, ConsolidationAction
@@ -40,10 +40,10 @@ async def decide_judged(
 ) -> tuple[list[LearnOutcome], list[bool], Metrics]:  # fmt: skip
     """The outcomes of the b's, which pairs ended merged, and what the judge was asked
     (``judge``: ``openai:<model>@<base_url>``, or a judge object)."""
-    if isinstance(judge, str):
-        async with judge_from_name(judge) as chat:
-            return await decide_judged(pairs, embedder, chat, config=config)
-    async with eval_kernel(embedder, config=config, judge=judge) as kernel:
+    async with (
+        judge_opened(judge) as chosen,
+        eval_kernel(embedder, config=config, judge=chosen) as kernel,
+    ):
         outcomes = await learn_pairs(kernel, pairs, embedder)
         merges = merged(outcomes)
         asked: Metrics = {"merged_by_learn": sum(merges), "merged_by_consolidation": 0,

@@ -33,7 +33,7 @@ from memory_kernel.eval.kernel_api import (
     TurnOutcome,
     TurnResult,
 )
-from memory_kernel.eval.nightly import ASKED, consolidate_judged
+from memory_kernel.eval.nightly import ASKED, consolidate_judged, judge_opened
 from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
@@ -277,13 +277,8 @@ async def run(
     gate's figures are those after the nightly runs in which it read layer 1's uncertain
     band (``ConsolidationConfig.judge_decision_band``)."""
     rows = load_rows(data)
-    if isinstance(judge, str):
-        from memory_kernel.eval.embedders import judge_from_name
-
-        async with judge_from_name(judge) as chat:
-            replayed = await _replay_both(rows, embedder, config, chat)
-    else:
-        replayed = await _replay_both(rows, embedder, config, judge)
+    async with judge_opened(judge) as chosen:
+        replayed = await _replay_both(rows, embedder, config, chosen)
     framed, content = replayed.framed, replayed.content
     main, alt = [recorded(r) for r in framed], [recorded(r) for r in content]
     notes = [f"rows {len(rows)}; each row replayed as one turn in its own session"]

@@ -49,7 +49,7 @@ from memory_kernel.eval.kernel_api import (
     LearnOutcome,
     MemoryKernel,
 )
-from memory_kernel.eval.nightly import ASKED, consolidate_judged
+from memory_kernel.eval.nightly import ASKED, consolidate_judged, judge_opened
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.eval.targets import targets_for
@@ -313,17 +313,15 @@ async def run(
     """The suite; with ``judge`` (``openai:<model>@<base_url>``, or a judge object), every
     agent is consolidated with it after learning, until it has answered every question
     (conflicts, the update band, merges), and the pairs are checked after that."""
-    if isinstance(judge, str):
-        from memory_kernel.eval.embedders import judge_from_name
-
-        async with judge_from_name(judge) as chat:
-            return await run(data, embedder, config=config, judge=chat)
     pairs = load_pairs(data)
     if not pairs:
         raise ConfigError(f"no knowledge-update pairs in {data}")
     clock = FrozenClock()
     asked: Metrics | None = None if judge is None else dict.fromkeys([*ASKED, *_JUDGED], 0)
-    async with eval_kernel(embedder, clock=clock, config=config, judge=judge) as kernel:
+    async with (
+        judge_opened(judge) as chosen,
+        eval_kernel(embedder, clock=clock, config=config, judge=chosen) as kernel,
+    ):
         alone = await _alone(kernel, clock, pairs, asked)
         shared, recalled, learned = await _shared(kernel, clock, pairs, asked)
         wrong = await _cross_retired(kernel, [(o.fact.id, n.fact.id) for o, n in learned])

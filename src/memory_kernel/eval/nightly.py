@@ -1,20 +1,36 @@
-"""The nightly runs of an evaluation with a judge: an agent consolidated again until a run
-has nothing more for the judge to read (each run asks ``judge_max_items`` at most)."""
+"""The nightly runs of an evaluation with a judge: the judge named on the command line
+opened for the run, and an agent consolidated again until a run has nothing more for the
+judge to read (each run asks ``judge_max_items`` at most)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval._metrics import Metrics
 from memory_kernel.eval.kernel_api import MemoryKernel
+from memory_kernel.judges.base import Judge
 from memory_kernel.models.consolidation import AgentRunStatus, ConsolidationAction
 
-__all__ = ["ASKED", "consolidate_judged"]
+__all__ = ["ASKED", "consolidate_judged", "judge_opened"]
 
 #: What every judged evaluation reports of its judge.
 ASKED = ("judge_questions", "judge_calls", "judge_fallbacks")
 _RUNS = 1000
+
+
+@asynccontextmanager
+async def judge_opened(judge: str | Judge | None) -> AsyncIterator[Judge | None]:
+    """``judge`` as given, or, for ``openai:<model>@<base_url>``, a ``ChatJudge`` on that
+    endpoint (``eval.embedders.judge_from_name``), closed after the block."""
+    if not isinstance(judge, str):
+        yield judge
+        return
+    from memory_kernel.eval.embedders import judge_from_name
+
+    async with judge_from_name(judge) as chat:
+        yield chat
 
 
 async def consolidate_judged(
