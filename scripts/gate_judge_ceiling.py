@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from memory_kernel.brain.review import GateReviewRequest, GateReviewVerdict
+from memory_kernel.brain.review import GATE_CHECKS, GateReviewRequest, GateReviewVerdict
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.embeddings.hybrid import HybridEmbedder
 from memory_kernel.eval import gate
@@ -40,6 +40,7 @@ class LabelJudge:
 
     def __init__(self, rows: Sequence[dict[str, Any]]) -> None:
         self._label = {str(r["response_text"]): r["label"] == "decision" for r in rows}
+        self._label |= {c.response: c.is_decision for c in GATE_CHECKS}  # the run's checks
         self.asked = 0
 
     async def review_decisions(

@@ -13,7 +13,7 @@ from memory_kernel.cli import app
 from memory_kernel.models.enums import FactStatus
 from tests.conftest import schema_config
 from tests.consolidation.conftest import add_fact, all_facts
-from tests.gate_texts import DECISION_REJECTED, NOISE_RECORDED
+from tests.gate_texts import CHECKS, DECISION_REJECTED, NOISE_RECORDED
 from tests.httpserver import Reply, Request, chat_reply, serve
 
 DUPES = ("The billing service stores snapshots in bucket archive-7.",
@@ -74,7 +74,8 @@ async def _active(dsn: str, schema: str, ids: list[uuid.UUID]) -> list[bool]:
 
 def _answer(request: Request) -> Reply:
     answered = json.loads(request.json()["messages"][1]["content"])["agent_answered"]
-    verdict = {"is_decision": answered == DECISION_REJECTED, "reason": "read by the test"}
+    made = CHECKS.get(answered, answered == DECISION_REJECTED)
+    verdict = {"is_decision": made, "reason": "read by the test"}
     return chat_reply(json.dumps(verdict))
 
 
@@ -85,7 +86,7 @@ def test_consolidate_command_with_a_judge(pg_dsn: str, drop_schema: str) -> None
     with serve(_answer) as server:
         result = CliRunner().invoke(app, [*base, "--judge", f"openai:tiny@{server.url}/v1"])
         assert result.exit_code == 0, result.output
-        assert len(server.requests) == 2
+        assert len(server.requests) == 2 + len(CHECKS)  # the band, and the checks
     assert "judge calls 1" in result.output
     assert asyncio.run(_active(pg_dsn, drop_schema, ids)) == [True, False]
     bad = CliRunner().invoke(app, [*base, "--judge", "gpt-4o"])

@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from memory_kernel import DecisionInput, MemoryKernel, TurnInput, TurnOutcome
-from memory_kernel.brain.review import GATE_REVIEW_SYSTEM_PROMPT, GateReviewRequest
+from memory_kernel.brain.review import (
+    GATE_CHECKS,
+    GATE_REVIEW_SYSTEM_PROMPT,
+    GateReviewRequest,
+    GateReviewVerdict,
+    failed_checks,
+)
 from memory_kernel.brain.scorer import load_scorer
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.judges import ChatJudge
@@ -23,27 +29,35 @@ from memory_kernel.models.decisions import Decision
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.conftest import schema_config
 from tests.consolidation.conftest import events_of
-from tests.gate_texts import CLEAR_DECISION, CLEAR_NOISE, DECISION_REJECTED, NOISE_RECORDED
+from tests.gate_texts import CHECKS, CLEAR_DECISION, CLEAR_NOISE, DECISION_REJECTED, NOISE_RECORDED
 from tests.httpserver import Reply, Request, chat_reply, serve
 
 A = "agent-a"
 
 
 class BandJudge:
-    """Answers the gate's question from a table of responses (``review_decisions``)."""
+    """Answers the gate's question from a table of responses (``review_decisions``), and
+    the check questions right unless ``checks`` says otherwise; ``requests`` holds the
+    band's questions, ``checks_asked`` how many check questions came."""
 
     name = "band"
 
-    def __init__(self, answers: dict[str, bool], *, fail: bool = False) -> None:
+    def __init__(
+        self, answers: dict[str, bool], *, fail: bool = False, checks: dict[str, bool] = CHECKS
+    ) -> None:
         self.answers = answers
         self.fail = fail
+        self.checks = checks
         self.requests: list[GateReviewRequest] = []
+        self.checks_asked = 0
 
     async def review_decisions(self, requests: Sequence[GateReviewRequest]) -> list[Any]:
-        self.requests.extend(requests)
+        self.requests.extend(r for r in requests if r.response not in CHECKS)
+        self.checks_asked += sum(r.response in CHECKS for r in requests)
         if self.fail:
             raise RuntimeError("model unavailable")
-        return [{"is_decision": self.answers[r.response], "reason": "read it"} for r in requests]
+        table = {**self.answers, **self.checks}
+        return [{"is_decision": table[r.response], "reason": "read it"} for r in requests]
 
 
 @pytest.fixture
@@ -225,8 +239,8 @@ async def test_a_chat_judge_on_a_real_endpoint_reads_the_band(open_kernel: Any) 
         body = request.json()
         seen.append(body)
         answered = json.loads(body["messages"][1]["content"])["agent_answered"]
-        verdict = {"is_decision": answered.startswith("Monorepo"), "reason": "a choice made"}
-        return chat_reply(json.dumps(verdict))
+        made = CHECKS.get(answered, answered.startswith("Monorepo"))
+        return chat_reply(json.dumps({"is_decision": made, "reason": "a choice made"}))
 
     with serve(respond) as server:
         async with ChatJudge(server.url, "gate-model") as judge:
@@ -238,9 +252,13 @@ async def test_a_chat_judge_on_a_real_endpoint_reads_the_band(open_kernel: Any) 
                 assert report.count(Action.DECISIONS_REJECTED) == 1
                 assert (await _decision(kernel, decision)).active
                 assert not (await _decision(kernel, noise)).active
-    assert len(seen) == 2 and seen[0]["messages"][0]["content"] == GATE_REVIEW_SYSTEM_PROMPT
-    asked = json.loads(seen[0]["messages"][1]["content"])
-    assert asked["user_said"] == "What now?"
+    asked = [json.loads(body["messages"][1]["content"]) for body in seen]
+    assert len(seen) == 2 + len(GATE_CHECKS)
+    assert all(body["messages"][0]["content"] == GATE_REVIEW_SYSTEM_PROMPT for body in seen)
+    assert sorted(a["agent_answered"] for a in asked) == sorted(
+        [*CHECKS, DECISION_REJECTED, NOISE_RECORDED]
+    )
+    assert {a["user_said"] for a in asked if a["agent_answered"] not in CHECKS} == {"What now?"}
 
 
 class SlowJsonJudge:
@@ -258,7 +276,11 @@ class SlowJsonJudge:
     ) -> list[Any]:
         await asyncio.sleep(self.delay_s)
         self.asked.extend(prompts)
-        return [schema.model_validate({"is_decision": False, "reason": "slow"}) for _ in prompts]
+        answered = [json.loads(p)["agent_answered"] for p in prompts]
+        return [
+            schema.model_validate({"is_decision": CHECKS.get(a, False), "reason": "slow"})
+            for a in answered
+        ]
 
 
 async def test_a_slow_judge_answers_part_of_a_batch_and_the_rest_next_run(
@@ -276,3 +298,47 @@ async def test_a_slow_judge_answers_part_of_a_batch_and_the_rest_next_run(
         for _ in range(3):
             await kernel.consolidate(A)
         assert not any([(await _decision(kernel, d)).active for d in recorded])
+
+
+@pytest.mark.parametrize("wrong", list(CHECKS))
+async def test_a_judge_that_fails_a_check_question_has_none_of_its_answers_applied(
+    open_kernel: Any, wrong: str
+) -> None:
+    """A judge leaning to "yes" restored noise as decisions (a small base model took the
+    authored gate set's noise from 0 to 0.188): one wrong answer to a question whose answer
+    is not in doubt, and the run applies none of its answers."""
+    checks = {**CHECKS, wrong: not CHECKS[wrong]}
+    judge = BandJudge({NOISE_RECORDED: False, DECISION_REJECTED: True}, checks=checks)
+    async with open_kernel(judge) as kernel:
+        noise = await _turn(kernel, "s1", NOISE_RECORDED)
+        decision = await _turn(kernel, "s2", DECISION_REJECTED)
+        report = await kernel.consolidate(A)
+        (run,) = report.agents
+        assert run.error is not None and "1 of 4 check questions" in run.error
+        assert report.count(Action.JUDGE_FALLBACK) == 2 and report.judge_calls == 1
+        assert report.count(Action.DECISIONS_REVIEWED) == 0
+        assert (await _decision(kernel, noise)).active
+        assert not (await _decision(kernel, decision)).active
+        judge.checks = CHECKS  # the same questions next run, to a judge that passes
+        report = await kernel.consolidate(A)
+        assert report.count(Action.DECISIONS_REJECTED) == 1
+        assert report.count(Action.DECISIONS_RESTORED) == 1
+    assert len(judge.requests) == 4 and judge.checks_asked == 2 * len(CHECKS)
+
+
+async def test_the_check_questions_can_be_off(open_kernel: Any) -> None:
+    judge = BandJudge({DECISION_REJECTED: True}, checks={})
+    off = {"consolidation": {"judge_decision_checks": False}}
+    async with open_kernel(judge, **off) as kernel:
+        decision = await _turn(kernel, "s1", DECISION_REJECTED)
+        report = await kernel.consolidate(A)
+        assert report.count(Action.DECISIONS_RESTORED) == 1
+        assert (await _decision(kernel, decision)).active
+    assert judge.checks_asked == 0
+
+
+def test_a_check_question_left_unanswered_fails_it() -> None:
+    right = [GateReviewVerdict(is_decision=c.is_decision) for c in GATE_CHECKS]
+    assert failed_checks(right) == 0
+    assert failed_checks([None, *right[1:]]) == 1
+    assert failed_checks([GateReviewVerdict(is_decision=True) for _ in GATE_CHECKS]) == 2

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from memory_kernel.cli import app
 from tests.gate_texts import (
+    CHECKS,
     CLEAR_DECISION,
     CLEAR_NOISE,
     DECISION_REJECTED,
@@ -47,7 +48,8 @@ DECISIONS = {r["response_text"] for r in ROWS if r["label"] == "decision"} | {
 
 def _answer(request: Request) -> Reply:
     answered = json.loads(request.json()["messages"][1]["content"])["agent_answered"]
-    return chat_reply(json.dumps({"is_decision": answered in DECISIONS, "reason": "label"}))
+    made = CHECKS.get(answered, answered in DECISIONS)
+    return chat_reply(json.dumps({"is_decision": made, "reason": "label"}))
 
 
 def _run(data: Path, out: Path, *extra: str) -> Any:
@@ -65,8 +67,9 @@ def test_the_judge_reads_the_band_and_the_figures_are_after_it(tmp_path: Path) -
         result = _run(data, tmp_path / "j.json", "--judge", f"openai:tiny@{server.url}/v1")
         assert result.exit_code == 0, result.output
         # Two agents (frame as given, content only), two responses in the band each, one
-        # HTTP request per response (ChatJudge asks the items of a batch one by one).
-        assert len(server.requests) == 4
+        # HTTP request per response (ChatJudge asks the items of a batch one by one), and
+        # each agent's run asks the check questions too.
+        assert len(server.requests) == 2 * (2 + len(CHECKS))
     report = json.loads((tmp_path / "j.json").read_text(encoding="utf-8"))
     metrics = report["metrics"]
     assert metrics["content_noise_recorded"] == 0 and metrics["content_decisions_missed"] == 0

@@ -15,24 +15,35 @@ With a judge, the nightly ``consolidate`` asks it about those whose probability 
   dedup still apply.
 
 A judge that agrees changes nothing but the mark; one that fails is asked again next run.
+
+The band has no structural rail (the fact questions have theirs: a winner among the facts
+asked about, no merge across a changed value), and a judge that leans to "yes" trades
+misses for noise. So the run also asks :data:`GATE_CHECKS`, responses whose answer is not in
+doubt; a judge that gets one wrong, or leaves one unanswered, has none of its answers
+applied in that run (:func:`failed_checks`).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 __all__ = [
+    "GATE_CHECKS",
     "GATE_KEY",
     "GATE_REVIEW_SYSTEM_PROMPT",
     "Change",
+    "GateCheck",
     "GateReviewRequest",
     "GateReviewVerdict",
     "change",
+    "check_requests",
+    "failed_checks",
     "gate_review_prompt",
     "mark",
     "reviewed",
@@ -119,3 +130,59 @@ def reviewed(request: GateReviewRequest, verdict: GateReviewVerdict, judge: str)
     """The deliberation's gate mark with the judge's answer: it is not asked again."""
     answer = {"by": judge, "is_decision": verdict.is_decision, "reason": verdict.reason}
     return {**request.gate, "judge": answer}
+
+
+class GateCheck(NamedTuple):
+    message: str
+    response: str
+    is_decision: bool
+
+
+#: Exchanges whose answer is not in doubt, asked beside the band at every run: a judge that
+#: gets one wrong (one that calls a status report a decision, as a small base model did) is
+#: not trusted with the band (docs/tuning.md, twenty-fifth round).
+GATE_CHECKS = (
+    GateCheck(
+        "Should the billing service store invoices in Postgres or MySQL?",
+        "Let's go with Postgres: the invoice payloads need JSONB and the team already runs "
+        "it. I'll set up the schema today.",
+        True,
+    ),
+    GateCheck("Status?", "Done! ✅ All 42 tests pass and the branch is pushed.", False),
+    GateCheck(
+        "The nightly export keeps timing out. What now?",
+        "I'm moving the export from the single cron job to a queue with five workers, so no "
+        "run holds the lock for the whole export.",
+        True,
+    ),
+    GateCheck(
+        "Which laptop should I get?",
+        "There are two reasonable options: the 14-inch is lighter, the 16-inch has the "
+        "better battery. How often do you travel with it?",
+        False,
+    ),
+)
+_CHECKS = uuid.UUID("5b0d7f0e-5c1e-4d4e-9a55-6a7c1d0c2e11")
+
+
+def check_requests(agent_id: str) -> list[GateReviewRequest]:
+    """:data:`GATE_CHECKS` as questions (ids no deliberation has; nothing is written)."""
+    return [
+        GateReviewRequest(
+            decision_id=uuid.uuid5(_CHECKS, c.response),
+            agent_id=agent_id,
+            message=c.message,
+            response=c.response,
+            recorded=not c.is_decision,
+            gate={},
+        )
+        for c in GATE_CHECKS
+    ]
+
+
+def failed_checks(verdicts: Sequence[GateReviewVerdict | None]) -> int:
+    """How many of :data:`GATE_CHECKS` (in order) the judge answered wrongly or not at all."""
+    return sum(
+        v is None or v.is_decision != c.is_decision
+        for c, v in zip(GATE_CHECKS, verdicts, strict=True)
+    )
