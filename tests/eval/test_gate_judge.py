@@ -79,6 +79,31 @@ def test_the_judge_reads_the_band_and_the_figures_are_after_it(tmp_path: Path) -
     assert any("before it: noise" in note for note in report["notes"])
 
 
+def test_a_judge_that_fails_the_check_questions_changes_no_figure_and_is_named(
+    tmp_path: Path,
+) -> None:
+    """A judge that finds a decision in every answer ("Done! ✅" included) restored noise
+    as decisions; the runs' check questions keep its answers out, and the report says why."""
+    data = tmp_path / "gate.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    plain = _run(data, tmp_path / "p.json")
+    assert plain.exit_code == 0, plain.output
+
+    def always(request: Request) -> Reply:
+        return chat_reply(json.dumps({"is_decision": True, "reason": "a choice"}))
+
+    with serve(always) as server:
+        result = _run(data, tmp_path / "j.json", "--judge", f"openai:yes@{server.url}/v1")
+        assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "j.json").read_text(encoding="utf-8"))
+    before = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))["metrics"]
+    metrics = report["metrics"]
+    assert {k: metrics[k] for k in before} == before
+    assert metrics["judge_fallbacks"] == metrics["judge_questions"] == 4
+    assert metrics["judge_restored"] == 0
+    assert any("2 of 4 check questions" in note for note in report["notes"]), report["notes"]
+
+
 def test_cross_validation_with_a_judge_reads_each_held_out_fold(tmp_path: Path) -> None:
     """Each fold's classifier is refitted and its held-out replay read by the judge: the
     judge, answering from the labels, can only take errors away."""

@@ -202,6 +202,7 @@ class _Replayed(NamedTuple):
     #: With a judge: what each row ended as after the nightly runs, and what it was asked.
     judged: list[GateDecision] | None = None
     asked: Metrics | None = None
+    judge_errors: tuple[str, ...] = ()  # the nightly runs' errors, each once
 
 
 async def _replay_both(
@@ -225,8 +226,9 @@ async def _replay_both(
         if judge is None:
             return _Replayed(framed, content, counters)
         asked: Metrics = dict.fromkeys([*ASKED, *_JUDGED], 0)
+        errors: dict[str, None] = {}
         for agent in ("gate", "gate-content"):
-            await consolidate_judged(kernel, agent, asked, _JUDGED)
+            errors |= dict.fromkeys(await consolidate_judged(kernel, agent, asked, _JUDGED))
         judged = [
             GateDecision(
                 await _recorded_in(kernel, "gate", row),
@@ -234,7 +236,7 @@ async def _replay_both(
             )
             for row in rows
         ]
-    return _Replayed(framed, content, counters, judged, asked)
+    return _Replayed(framed, content, counters, judged, asked, tuple(errors))
 
 
 _JUDGED = {
@@ -291,6 +293,7 @@ async def run(
             f"{before['content_noise_rate']}), missed {before['decisions_missed']} (content "
             f"only {before['content_decisions_missed']})"
         )
+        notes += [f"a nightly run: {error}" for error in replayed.judge_errors]
         main = [d.framed for d in replayed.judged]
         alt = [d.content for d in replayed.judged]
         extra = dict(replayed.asked)

@@ -38,14 +38,18 @@ async def consolidate_judged(
     agent: str,
     asked: Metrics,
     counted: Mapping[str, ConsolidationAction] | None = None,
-) -> None:
+) -> list[str]:
     """Consolidate ``agent`` run after run until no question of a run got an answer (none
     left, or a judge that only fails: its questions would come back every run). ``asked``
-    adds up :data:`ASKED` and, per key of ``counted``, that action's count."""
+    adds up :data:`ASKED` and, per key of ``counted``, that action's count. Returns the
+    runs' errors, each once (a judge that failed, timed out or missed a check question)."""
+    errors: dict[str, None] = {}
     for _ in range(_RUNS):
         (run,) = (await kernel.consolidate(agent)).agents
         if run.status is not AgentRunStatus.DONE:
             raise ConfigError(f"consolidating {agent} failed: {run.error}")
+        if run.error:
+            errors.setdefault(run.error)
         fallbacks = run.counts.get(ConsolidationAction.JUDGE_FALLBACK, 0)
         asked["judge_questions"] = asked.get("judge_questions", 0) + run.ambiguous
         asked["judge_calls"] = asked.get("judge_calls", 0) + run.judge_calls
@@ -53,4 +57,5 @@ async def consolidate_judged(
         for key, action in (counted or {}).items():
             asked[key] = asked.get(key, 0) + run.counts.get(action, 0)
         if run.ambiguous <= fallbacks:
-            return
+            break
+    return list(errors)
