@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from memory_kernel.consolidation.checks import check_answer
 from memory_kernel.consolidation.judging import ConflictRequest
 from memory_kernel.eval.dedup import load_pairs, run
 from memory_kernel.eval.embedders import EMBEDDER_HELP, embedder_from_name
@@ -43,6 +44,10 @@ class OracleJudge:
     async def resolve(self, requests: Sequence[ConflictRequest]) -> Sequence[Any]:
         answers = []
         for request in requests:
+            check = check_answer(f.id for f in request.facts)  # a run's check question
+            if check is not None:
+                answers.append(check)
+                continue
             same = frozenset(f.content for f in request.facts) in self.same
             self.apart_asked += not same
             winner = str(request.facts[0].id)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from memory_kernel.config import MemoryKernelConfig
+from memory_kernel.consolidation.checks import check_answer
 from memory_kernel.consolidation.judging import ConflictRequest
 from memory_kernel.eval.embedders import EMBEDDER_HELP, embedder_from_name
 from memory_kernel.eval.ku import KuPair, learn_pairs, load_pairs
@@ -54,6 +55,10 @@ class LabelJudge:
         answers = []
         for request in requests:
             ids = {f.id for f in request.facts}
+            check = check_answer(ids)  # a run's check question
+            if check is not None:
+                answers.append(check)
+                continue
             # A supersede retires every other fact asked about: only for the pair itself.
             new = next((n for o, n in self.newer.items() if {o, n} == ids), None)
             self.asked["about an update pair" if new else "about other facts"] += 1

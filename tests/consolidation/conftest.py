@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import select
 
 from memory_kernel import MemoryKernel
+from memory_kernel.consolidation.checks import check_answer
 from memory_kernel.consolidation.judging import ConflictRequest
 from memory_kernel.heart.facts import store as facts_store
 from memory_kernel.models.facts import Fact
@@ -20,10 +21,14 @@ from memory_kernel.testing import ScriptedJudge
 
 
 class ResolvingJudge(ScriptedJudge):
-    """``ScriptedJudge`` speaking the consolidation protocol (``resolve``)."""
+    """``ScriptedJudge`` speaking the consolidation protocol (``resolve``): it answers the
+    run's check questions right (``consolidation.checks``), the others from its script."""
 
     async def resolve(self, requests: Sequence[ConflictRequest]) -> Sequence[Any]:
-        return await self.admit(requests)  # type: ignore[arg-type]
+        checks = [check_answer(f.id for f in r.facts) for r in requests]
+        asked = [r for r, check in zip(requests, checks, strict=True) if check is None]
+        scripted = iter(await self.admit(asked))  # type: ignore[arg-type]
+        return [check or next(scripted) for check in checks]
 
 
 async def add_fact(

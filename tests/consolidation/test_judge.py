@@ -21,6 +21,7 @@ from memory_kernel.models.enums import FactStatus
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.conftest import schema_config
 from tests.consolidation.conftest import ResolvingJudge, add_fact, events_of, get
+from tests.judge_checks import fact_check
 
 A = "agent-a"
 WINDOW_OLD = "The deploy window opens at 14:00 on Fridays."
@@ -204,8 +205,9 @@ class JsonJudge:
         self, system: str, prompts: Sequence[str], schema: type[Any]
     ) -> list[Any]:
         assert system == CONSOLIDATION_SYSTEM_PROMPT and schema is ConflictVerdict
-        self.prompts.extend(prompts)
-        return [schema.model_validate({"decision": "keep_both", "reason": "ok"}) for _ in prompts]
+        self.prompts.extend(p for p in prompts if fact_check(p) is None)
+        keep = {"decision": "keep_both", "reason": "ok"}
+        return [schema.model_validate(fact_check(p) or keep) for p in prompts]
 
 
 async def test_a_chat_style_judge_is_asked_through_complete_json(

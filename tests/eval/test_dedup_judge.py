@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from memory_kernel.cli import app
 from tests.httpserver import Reply, Request, chat_reply, serve
+from tests.judge_checks import fact_check
 
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("eval_dsn")
@@ -34,8 +35,11 @@ SAME = {frozenset((p["a"], p["b"])) for p in PAIRS if p["label"] == 1}
 
 def _answer(request: Request) -> Reply:
     """The consolidation judge's answer, from the labels: merge a pair labelled the same."""
-    prompt = json.loads(request.json()["messages"][1]["content"])
-    facts = prompt["facts"]
+    text = request.json()["messages"][1]["content"]
+    check = fact_check(text)
+    if check is not None:
+        return chat_reply(json.dumps(check))
+    facts = json.loads(text)["facts"]
     same = frozenset(f["content"] for f in facts) in SAME
     verdict = {"decision": "merge" if same else "keep_both", "winner_id": facts[0]["fact_id"],
                "merged_content": None, "reason": "from the test's labels"}  # fmt: skip
@@ -52,7 +56,8 @@ def test_the_judge_merges_what_learn_kept_apart_and_is_counted(tmp_path: Path) -
     with serve(_answer) as server:
         result = _run(data, tmp_path / "j.json", "--judge", f"openai:tiny@{server.url}/v1")
         assert result.exit_code == 0, result.output
-        asked = [json.loads(r.json()["messages"][1]["content"]) for r in server.requests]
+        prompts = [r.json()["messages"][1]["content"] for r in server.requests]
+        asked = [json.loads(p) for p in prompts if fact_check(p) is None]
     report = json.loads((tmp_path / "j.json").read_text(encoding="utf-8"))
     metrics = report["metrics"]
     assert metrics["merged_by_learn"] == 1 and metrics["merged_by_consolidation"] == 1
@@ -75,7 +80,7 @@ def test_cross_validation_with_a_judge_merges_in_each_held_out_fold(tmp_path: Pa
         judged = _run(data, tmp_path / "j.json", "--folds", "2", "--judge",
                       f"openai:m@{server.url}/v1")  # fmt: skip
         assert judged.exit_code == 0, judged.output
-        asked = len(server.requests)
+        asked = sum(fact_check(r.json()["messages"][1]["content"]) is None for r in server.requests)
     report = json.loads((tmp_path / "j.json").read_text(encoding="utf-8"))
     assert asked >= report["metrics"]["judge_questions"] >= 1
     # On rows this few, each fold's refitted duplicate scorer merges the held-out restatement

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from memory_kernel.cli import app
 from tests.httpserver import Reply, Request, chat_reply, serve
+from tests.judge_checks import fact_check
 
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("eval_dsn")
@@ -35,7 +36,11 @@ UPDATES = {frozenset((p["old_fact"], p["new_fact"])) for p in PAIRS if p["label"
 def _answer(request: Request) -> Reply:
     """Supersede an update pair by the fact stated last, as the prompt tells a model to (no
     text says which is newer); keep anything else."""
-    facts = json.loads(request.json()["messages"][1]["content"])["facts"]
+    prompt = request.json()["messages"][1]["content"]
+    check = fact_check(prompt)
+    if check is not None:
+        return chat_reply(json.dumps(check))
+    facts = json.loads(prompt)["facts"]
     update = frozenset(f["content"] for f in facts) in UPDATES
     latest = max(facts, key=lambda f: datetime.fromisoformat(f["stated_at"]))
     winner = latest["fact_id"] if update else None
@@ -65,7 +70,8 @@ def test_the_judge_retires_the_stale_value_and_keeps_the_look_alike(tmp_path: Pa
     assert metrics["wrongly_superseded"] == 0 and metrics["shared_wrongly_superseded"] == 0
     # Once alone and once in the shared agent; each answer is kept, never asked again.
     assert metrics["judge_superseded"] == 2 and metrics["judge_calls"] >= 1
-    assert metrics["judge_questions"] == len(server.requests)
+    prompts = [r.json()["messages"][1]["content"] for r in server.requests]
+    assert metrics["judge_questions"] == sum(fact_check(p) is None for p in prompts)
     assert any("with a judge" in note for note in report["notes"])
 
 

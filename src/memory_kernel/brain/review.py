@@ -20,14 +20,13 @@ The band has no structural rail (the fact questions have theirs: a winner among 
 asked about, no merge across a changed value), and a judge that leans to "yes" trades
 misses for noise. So the run also asks :data:`GATE_CHECKS`, responses whose answer is not in
 doubt; a judge that gets one wrong, or leaves one unanswered, has none of its answers
-applied in that run (:func:`failed_checks`).
+applied in that run (``consolidation.judging.Check``).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -43,7 +42,6 @@ __all__ = [
     "GateReviewVerdict",
     "change",
     "check_requests",
-    "failed_checks",
     "gate_review_prompt",
     "mark",
     "reviewed",
@@ -165,24 +163,20 @@ GATE_CHECKS = (
 _CHECKS = uuid.UUID("5b0d7f0e-5c1e-4d4e-9a55-6a7c1d0c2e11")
 
 
-def check_requests(agent_id: str) -> list[GateReviewRequest]:
-    """:data:`GATE_CHECKS` as questions (ids no deliberation has; nothing is written)."""
+def check_requests(agent_id: str) -> list[tuple[GateReviewRequest, bool]]:
+    """:data:`GATE_CHECKS` as questions (ids no deliberation has; nothing is written), each
+    with its answer (``is_decision``)."""
     return [
-        GateReviewRequest(
-            decision_id=uuid.uuid5(_CHECKS, c.response),
-            agent_id=agent_id,
-            message=c.message,
-            response=c.response,
-            recorded=not c.is_decision,
-            gate={},
+        (
+            GateReviewRequest(
+                decision_id=uuid.uuid5(_CHECKS, c.response),
+                agent_id=agent_id,
+                message=c.message,
+                response=c.response,
+                recorded=not c.is_decision,
+                gate={},
+            ),
+            c.is_decision,
         )
         for c in GATE_CHECKS
     ]
-
-
-def failed_checks(verdicts: Sequence[GateReviewVerdict | None]) -> int:
-    """How many of :data:`GATE_CHECKS` (in order) the judge answered wrongly or not at all."""
-    return sum(
-        v is None or v.is_decision != c.is_decision
-        for c, v in zip(GATE_CHECKS, verdicts, strict=True)
-    )

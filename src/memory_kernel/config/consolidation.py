@@ -203,16 +203,17 @@ class ConsolidationConfig(Frozen):
             "run, oldest first. None: off."
         ),
     )
-    judge_decision_checks: bool = Field(
+    judge_checks: bool = Field(
         default=True,
         description=(
-            "With the decision band: each run's batch opens with four responses whose answer "
-            "is not in doubt (brain.review.GATE_CHECKS: two decisions, a status report, a "
-            "choice left open); a judge that answers one wrongly or not at all has none of "
-            "its answers applied in that run (the band's responses are asked again next "
-            "run). A judge leaning to 'yes' otherwise trades misses for noise: Gemma 3 270M "
-            "took the authored gate set's CV noise from 0 to 0.188 (docs/tuning.md, "
-            "twenty-fifth round)."
+            "With a judge: each batch of questions opens with a few whose answer is not in "
+            "doubt (consolidation/checks.py for the facts: a changed rent, two lifts, a "
+            "restated note, two people bringing dessert; brain.review.GATE_CHECKS for the "
+            "decision band: two decisions, a status report, a choice left open). A judge "
+            "that answers one wrongly or not at all has none of the batch's answers applied "
+            "(they are asked again next run). The answers' rails cannot tell a judge that "
+            "says 'supersede' or 'a decision' to everything: Gemma 3 270M took the authored "
+            "gate set's CV noise from 0 to 0.188 (docs/tuning.md, twenty-fifth round)."
         ),
     )
     judge_max_calls: int = Field(

@@ -5,18 +5,20 @@ judge has read are asked about in one batched call (``judge_max_items``, oldest 
 rest wait for the next run). Each answer is applied in a unit of its own, on the row as it
 is then: a row changed since it was read (an outcome, an erasure) is left for the next run.
 A dry run counts the band as ``ambiguous`` and never calls the judge. With
-``judge_decision_checks`` the batch opens with ``brain.review.GATE_CHECKS``: a judge that
-fails one has none of its answers applied in that run.
+``judge_checks`` the batch opens with ``brain.review.GATE_CHECKS``: a judge that fails one
+has none of its answers applied in that run.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from memory_kernel.brain import Brain, policy, review, store
 from memory_kernel.brain.review import Change, GateReviewRequest, GateReviewVerdict
 from memory_kernel.brain.stats import Layer
 from memory_kernel.cognitive.draft import draft_decision
 from memory_kernel.consolidation.context import RunContext
-from memory_kernel.consolidation.judging import Question, ask, can_ask
+from memory_kernel.consolidation.judging import Check, Question, ask, can_ask
 from memory_kernel.errors import NotFoundError
 from memory_kernel.models.consolidation import ConsolidationAction as Action
 from memory_kernel.models.consolidation import ConsolidationPhase as Phase
@@ -54,30 +56,28 @@ async def review_gate(ctx: RunContext, brain: Brain | None) -> None:
     ctx.ambiguous += len(requests)  # as the merge phase counts its cases, asked or not
     if ctx.dry_run:  # the judge's to decide in the real run
         return
-    if not requests:
-        return
     judge = ctx.rt.judge
-    checks = review.check_requests(ctx.agent_id) if ctx.cfg.judge_decision_checks else []
-    answers = await ask(judge, GATE_REVIEW, [*checks, *requests], timeout_s=ctx.cfg.judge_timeout_s)
+    checks = _checks(ctx.agent_id) if ctx.cfg.judge_checks else []
+    answers = await ask(
+        judge, GATE_REVIEW, requests, timeout_s=ctx.cfg.judge_timeout_s, checks=checks
+    )
     ctx.judge_calls += int(answers.called)
     if answers.error:
         ctx.errors.append(f"decision review: {answers.error}")
-    verdicts = answers.verdicts[len(checks) :]
-    failed = review.failed_checks(answers.verdicts[: len(checks)]) if checks else 0
-    if failed and answers.called and not answers.error:
-        ctx.errors.append(
-            f"decision review: the judge answered {failed} of {len(checks)} check questions "
-            "(brain.review.GATE_CHECKS) wrongly or not at all; none of its answers applied"
-        )
-    if failed:  # asked again next run
-        verdicts = [None] * len(requests)
     name = str(getattr(judge, "name", type(judge).__name__))
-    for request, verdict in zip(requests, verdicts, strict=True):
+    for request, verdict in zip(requests, answers.verdicts, strict=True):
         if verdict is None:  # asked again next run
             ctx.counts[Action.JUDGE_FALLBACK] += 1
             continue
         done = await _apply(ctx, brain, request, verdict, name)
         ctx.counts.update(done)
+
+
+def _checks(agent_id: str) -> list[Check[GateReviewRequest, GateReviewVerdict]]:
+    def answer_is(want: bool) -> Callable[[GateReviewVerdict], bool]:
+        return lambda verdict: verdict.is_decision is want
+
+    return [Check(r, answer_is(want)) for r, want in review.check_requests(agent_id)]
 
 
 async def _apply(

@@ -13,6 +13,12 @@ Whatever comes back is validated (:func:`validate`): the winner must be one of t
 asked about, and a merge across a changed value or a flipped meaning is refused (the facts
 policy's "a changed value is never merged"). An invalid, missing or failed answer falls
 back to the rule decision, and the run records that it did.
+
+Those rails check an answer against its question; they cannot tell a judge that answers
+"supersede" (or "a decision") to everything. So each batch may open with :class:`Check`
+questions whose answer is not in doubt (``consolidation/checks.py``,
+``brain.review.GATE_CHECKS``): a judge that answers one wrongly or not at all has none of
+its answers in that batch applied (``ConsolidationConfig.judge_checks``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ __all__ = [
     "CONFLICTS",
     "CONSOLIDATION_SYSTEM_PROMPT",
     "GROUP",
+    "Check",
     "ConflictFact",
     "ConflictJudge",
     "ConflictKind",
@@ -261,30 +268,58 @@ async def _raw_answers(
     return answers, False
 
 
+@dataclass(frozen=True)
+class Check(Generic[R, V]):
+    """A question whose answer is not in doubt, asked ahead of a batch: ``passes`` tells a
+    right answer."""
+
+    request: R
+    passes: Callable[[V], bool]
+
+
 async def ask(
-    judge: object | None, question: Question[R, V], requests: Sequence[R], *, timeout_s: float
+    judge: object | None,
+    question: Question[R, V],
+    requests: Sequence[R],
+    *,
+    timeout_s: float,
+    checks: Sequence[Check[R, V]] = (),
 ) -> JudgeAnswers[V]:
     """One batched call within ``timeout_s``; any failure, timeout or garbage becomes ``None``
-    slots (``complete_json`` keeps what was answered before the deadline)."""
+    slots (``complete_json`` keeps what was answered before the deadline). ``checks`` are
+    asked first; one answered wrongly or not at all makes every slot ``None``."""
     if not requests or not can_ask(judge, question):
         return JudgeAnswers.none(len(requests))
+    asked = [*(c.request for c in checks), *requests]
     deadline = asyncio.get_running_loop().time() + timeout_s
     try:
-        raw, late = await _raw_answers(judge, question, requests, deadline)
+        raw, late = await _raw_answers(judge, question, asked, deadline)
     except TimeoutError:
         return JudgeAnswers.none(len(requests), called=True, error="judge timed out")
     except Exception as exc:
         return JudgeAnswers.none(len(requests), called=True, error=f"judge failed: {exc}")
-    if len(raw) != len(requests):
-        error = f"judge answered {len(raw)} items for {len(requests)} requests"
+    if len(raw) != len(asked):
+        error = f"judge answered {len(raw)} items for {len(asked)} requests"
         return JudgeAnswers.none(len(requests), called=True, error=error)
     verdicts = [None if isinstance(a, BaseException) else _parse(a, question.schema) for a in raw]
     error = f"judge timed out after {sum(v is not None for v in verdicts)} answers" if late else ""
+    got, verdicts = verdicts[: len(checks)], verdicts[len(checks) :]
+    failed = sum(v is None or not c.passes(v) for c, v in zip(checks, got, strict=True))
+    if failed:
+        missed = (
+            f"the judge answered {failed} of {len(checks)} check questions wrongly or not at "
+            "all; none of its answers applied"
+        )
+        return JudgeAnswers.none(len(requests), called=True, error=error or missed)
     return JudgeAnswers(verdicts, called=True, error=error)
 
 
 async def ask_judge(
-    judge: object | None, requests: Sequence[ConflictRequest], *, timeout_s: float
+    judge: object | None,
+    requests: Sequence[ConflictRequest],
+    *,
+    timeout_s: float,
+    checks: Sequence[Check[ConflictRequest, ConflictVerdict]] = (),
 ) -> JudgeAnswers[ConflictVerdict]:
     """Consolidation's fact questions (:data:`CONFLICTS`) in one batched call."""
-    return await ask(judge, CONFLICTS, requests, timeout_s=timeout_s)
+    return await ask(judge, CONFLICTS, requests, timeout_s=timeout_s, checks=checks)

@@ -11,6 +11,7 @@ import numpy as np
 from memory_kernel.consolidation import repository as repo
 from memory_kernel.consolidation.apply import Unit
 from memory_kernel.consolidation.candidates import IvfParams, VectorStore, candidate_pairs
+from memory_kernel.consolidation.checks import fact_checks
 from memory_kernel.consolidation.context import RunContext
 from memory_kernel.consolidation.judging import ask_judge, can_judge
 from memory_kernel.consolidation.plans import FactView, MergeRules, Pair, PairPlan, plan_pairs
@@ -152,7 +153,8 @@ async def _ask(
     ctx.report(Phase.JUDGE, total=len(cases))
     asked, overflow = cap_cases(cases, ctx.cfg.judge_max_items)
     requests = [c.request(ctx.agent_id, views) for c in asked]
-    answers = await ask_judge(judge, requests, timeout_s=ctx.cfg.judge_timeout_s)
+    checks = fact_checks(cases[0].kind, ctx.agent_id) if ctx.cfg.judge_checks else []
+    answers = await ask_judge(judge, requests, timeout_s=ctx.cfg.judge_timeout_s, checks=checks)
     ctx.judge_calls += int(answers.called)
     if answers.error:
         ctx.errors.append(answers.error)
