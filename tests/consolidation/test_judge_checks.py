@@ -90,8 +90,9 @@ SUPERSEDE_ALL = {"decision": "supersede", "winner_id": "newest", "reason": "the 
 
 
 async def test_a_judge_that_supersedes_everything_retires_nothing(
-    pg_dsn: str, drop_schema: str, clock: FrozenClock, embedder: FakeEmbedder
-) -> None:
+    pg_dsn: str, drop_schema: str, clock: FrozenClock, embedder: FakeEmbedder,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
     judge = AnswerJudge(SUPERSEDE_ALL, blind=True)
     async with _open(pg_dsn, drop_schema, clock, embedder, judge) as kernel:
         likes = await add_fact(kernel, A, LIKES)
@@ -104,6 +105,9 @@ async def test_a_judge_that_supersedes_everything_retires_nothing(
         for fact in (likes, dislikes):
             assert (await get(kernel, A, fact)).status is FactStatus.ACTIVE
     assert len(judge.asked) == 1  # the question itself, which the run did not apply
+    # The operator hears of it: the run is done, with an error, and a warning is logged.
+    warned = [r for r in caplog.records if r.name == "memory_kernel.consolidation.runner"]
+    assert any("check questions" in r.getMessage() for r in warned)
 
 
 async def test_without_the_checks_that_judge_retires_what_it_is_asked_about(

@@ -138,6 +138,12 @@ class Consolidator:
         except MemoryKernelError as exc:
             _log.warning("consolidation failed", extra={"agent_id": agent_id}, exc_info=True)
             status, errors = AgentRunStatus.FAILED, [*run.errors, f"{type(exc).__name__}: {exc}"]
+        else:
+            if errors:  # a judge that failed, timed out or missed a check question
+                _log.warning(
+                    "consolidation finished with errors: %s", "; ".join(errors),
+                    extra={"agent_id": agent_id},
+                )  # fmt: skip
         return AgentConsolidation(
             agent_id=agent_id,
             status=status,
