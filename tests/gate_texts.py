@@ -8,12 +8,6 @@ threshold, a decision it rejects near it, and one of each far from it.
 
 from __future__ import annotations
 
-from memory_kernel.brain.review import GATE_CHECKS
-
-#: The check questions every run asks beside the band, and their answers: a test's judge
-#: answers them right unless the test is about one that does not.
-CHECKS = {c.response: c.is_decision for c in GATE_CHECKS}
-
 NOISE_RECORDED = "Let's see how the numbers look next week before deciding on the pricing."
 DECISION_REJECTED = (
     "Monorepo it is. Both services share the schema, so one repository keeps them in step."

@@ -1,13 +1,17 @@
-"""The consolidation judge's check questions (``consolidation.checks``) as a test's judge
-meets them: in a prompt it is sent. A judge answering from a test's labels answers them
-right, unless the test is about one that does not."""
+"""The judge's check questions (``consolidation.checks``, ``brain.review.GATE_CHECKS``) as a
+test's judge meets them. A judge answering from a test's labels answers them right, unless
+the test is about one that does not."""
 
 from __future__ import annotations
 
 import json
 import uuid
 
+from memory_kernel.brain.review import GATE_CHECKS
 from memory_kernel.consolidation.checks import check_answer
+
+#: The decision band's check questions by response, and their answers (``is_decision``).
+CHECKS = {c.response: c.is_decision for c in GATE_CHECKS}
 
 
 def fact_check(prompt: str) -> dict[str, str] | None:

@@ -13,8 +13,9 @@ from memory_kernel.cli import app
 from memory_kernel.models.enums import FactStatus
 from tests.conftest import schema_config
 from tests.consolidation.conftest import add_fact, all_facts
-from tests.gate_texts import CHECKS, DECISION_REJECTED, NOISE_RECORDED
+from tests.gate_texts import DECISION_REJECTED, NOISE_RECORDED
 from tests.httpserver import Reply, Request, chat_reply, serve
+from tests.judge_checks import CHECKS
 
 DUPES = ("The billing service stores snapshots in bucket archive-7.",
          "The billing service stores snapshots in bucket archive-7")  # fmt: skip

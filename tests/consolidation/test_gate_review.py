@@ -14,11 +14,7 @@ from typing import Any
 import pytest
 
 from memory_kernel import DecisionInput, MemoryKernel, TurnInput, TurnOutcome
-from memory_kernel.brain.review import (
-    GATE_CHECKS,
-    GATE_REVIEW_SYSTEM_PROMPT,
-    GateReviewRequest,
-)
+from memory_kernel.brain.review import GATE_REVIEW_SYSTEM_PROMPT, GateReviewRequest
 from memory_kernel.brain.scorer import load_scorer
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.judges import ChatJudge
@@ -27,8 +23,9 @@ from memory_kernel.models.decisions import Decision
 from memory_kernel.testing import FakeEmbedder, FrozenClock
 from tests.conftest import schema_config
 from tests.consolidation.conftest import events_of
-from tests.gate_texts import CHECKS, CLEAR_DECISION, CLEAR_NOISE, DECISION_REJECTED, NOISE_RECORDED
+from tests.gate_texts import CLEAR_DECISION, CLEAR_NOISE, DECISION_REJECTED, NOISE_RECORDED
 from tests.httpserver import Reply, Request, chat_reply, serve
+from tests.judge_checks import CHECKS
 
 A = "agent-a"
 
@@ -251,7 +248,7 @@ async def test_a_chat_judge_on_a_real_endpoint_reads_the_band(open_kernel: Any) 
                 assert (await _decision(kernel, decision)).active
                 assert not (await _decision(kernel, noise)).active
     asked = [json.loads(body["messages"][1]["content"]) for body in seen]
-    assert len(seen) == 2 + len(GATE_CHECKS)
+    assert len(seen) == 2 + len(CHECKS)
     assert all(body["messages"][0]["content"] == GATE_REVIEW_SYSTEM_PROMPT for body in seen)
     assert sorted(a["agent_answered"] for a in asked) == sorted(
         [*CHECKS, DECISION_REJECTED, NOISE_RECORDED]

@@ -13,13 +13,13 @@ from typer.testing import CliRunner
 
 from memory_kernel.cli import app
 from tests.gate_texts import (
-    CHECKS,
     CLEAR_DECISION,
     CLEAR_NOISE,
     DECISION_REJECTED,
     NOISE_RECORDED,
 )
 from tests.httpserver import Reply, Request, chat_reply, serve
+from tests.judge_checks import CHECKS
 
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("eval_dsn")
