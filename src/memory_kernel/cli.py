@@ -306,6 +306,16 @@ def eval_(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the fold split.")] = 0,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="admission, dedup, gate, ku: measure this JSON configuration (as `memory-kernel"
+            " config` prints) instead of the defaults; with --folds, each fold's fitted weights"
+            " or threshold replace its own",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Measure memory quality on an evaluation data set (see shared/eval/README.md)."""
     from memory_kernel.eval.cli import run_eval
@@ -314,7 +324,7 @@ def eval_(
         run_eval(
             console, suite=suite, data=data, embedder=embedder, json_path=json_path, plot=plot,
             options={"budget": budget, "limit": limit, "contexts": contexts,
-                     "extractor": extractor, "judge": judge}, folds=folds,
+                     "extractor": extractor, "judge": judge, "config": config}, folds=folds,
             seed=seed,
         )  # fmt: skip
     except MemoryKernelError as exc:

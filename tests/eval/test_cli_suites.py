@@ -126,6 +126,35 @@ def test_plot_of_a_suite_without_a_curve_is_refused_before_running(
     assert "Traceback" not in result.output and not png.exists()
 
 
+def test_a_configuration_file_is_what_the_suite_measures(gate_rows: Path, tmp_path: Path) -> None:
+    """``--config``: the suite runs under that configuration, in the development run and in
+    every fold (where only the fitted weights replace its own)."""
+    folds = ("--folds", "2")
+    plain = _eval("gate", gate_rows, tmp_path / "p.json", *folds)
+    # No frame starts a deliberation: only what the agent recorded with its tool (g1) is.
+    strict = tmp_path / "strict.json"
+    brain = {"auto_deliberation_frames": [], "decision_threshold": 0.9}
+    strict.write_text(json.dumps({"brain": brain}), encoding="utf-8")
+    report = _eval("gate", gate_rows, tmp_path / "s.json", "--config", str(strict), *folds)
+    assert report["metrics"]["content_recorded"] == 1 < plain["metrics"]["content_recorded"]
+    # Each fold's classifier is fitted and read under it (its threshold with it).
+    assert "decision_threshold=0.9" in report["cv"]["fitted"]
+    assert "decision_threshold=0.5" in plain["cv"]["fitted"]
+    assert report["cv"]["metrics"]["content_recorded"]["max"] <= 1
+
+
+def test_a_broken_configuration_file_or_a_suite_without_one_is_refused(
+    stsb_tsv: Path, gate_rows: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"brain": {"no_such_field": 1}}), encoding="utf-8")
+    result = runner.invoke(app, ["eval", "gate", "--data", str(gate_rows), "--config", str(broken)])
+    assert result.exit_code == 1 and "no_such_field" in result.output
+    assert "Traceback" not in result.output
+    refused = runner.invoke(app, ["eval", "stsb", "--data", str(stsb_tsv), "--config", str(broken)])
+    assert refused.exit_code == 1 and "takes no --config" in refused.output
+
+
 def test_missing_data_file_and_unknown_suite_are_one_error_line(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["eval", "dedup", "--data", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 1 and "no such data file" in missing.output

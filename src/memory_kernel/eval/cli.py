@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval.embedders import close_embedder, embedder_from_name
 from memory_kernel.eval.report import SuiteReport, print_report, write_json
@@ -62,7 +63,11 @@ def run_eval(
     runner = load_suite(suite)
     given = {k: v for k, v in (options or {}).items() if v is not None}
     check_options(suite, given)
-    refit = {k: v for k, v in given.items() if not (suite in JUDGED_CV and k == "judge")}
+    if "config" in given:  # a file, read (and refused if broken) before anything runs
+        given["config"] = MemoryKernelConfig.from_file(str(given["config"]))
+    # A judge and a configuration go into each fold; anything else is what a fold refits.
+    passed = {"config", *(["judge"] if suite in JUDGED_CV else [])}
+    refit = {k: v for k, v in given.items() if k not in passed}
     if folds is not None and refit:
         flags = ", ".join(f"--{o}" for o in sorted(refit))
         raise ConfigError(f"{flags} and --folds do not go together: cross-validation refits")
@@ -74,12 +79,15 @@ def run_eval(
     else:
         from memory_kernel.eval.cv import run_cv
 
-        judge = given.get("judge")
-        assert judge is None or isinstance(judge, str)  # the only option the CV takes
+        judge, config = given.get("judge"), given.get("config")
+        assert judge is None or isinstance(judge, str)
+        assert config is None or isinstance(config, MemoryKernelConfig)
         report = asyncio.run(
             _timed(
                 embedder,
-                lambda chosen: run_cv(suite, data, chosen, folds=folds, seed=seed, judge=judge),
+                lambda chosen: run_cv(
+                    suite, data, chosen, folds=folds, seed=seed, judge=judge, config=config
+                ),
             )
         )
     _emit(console, report, json_path, plot)

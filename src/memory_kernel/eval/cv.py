@@ -26,6 +26,7 @@ from memory_kernel.eval.suites import JUDGED_CV, load_suite
 from memory_kernel.protocols import Embedder
 
 if TYPE_CHECKING:
+    from memory_kernel.config import MemoryKernelConfig
     from memory_kernel.judges.base import Judge
 
 __all__ = ["CvSetup", "cross_validate", "run_cv", "summarise"]
@@ -86,7 +87,9 @@ async def cross_validate(
     return summarise(per_fold), table
 
 
-def _setup(suite: str, data: Path, embedder: Embedder, judge: Judge | None) -> CvSetup[Any, Any]:
+def _setup(
+    suite: str, data: Path, embedder: Embedder, options: dict[str, Any]
+) -> CvSetup[Any, Any]:
     from memory_kernel.eval.cv_suites import SETUPS
 
     make = SETUPS.get(suite)
@@ -95,7 +98,7 @@ def _setup(suite: str, data: Path, embedder: Embedder, judge: Judge | None) -> C
             f"--folds: {suite} has no classifier of rows to cross-validate; "
             f"use one of {', '.join(sorted(SETUPS))}"
         )
-    return make(data, embedder) if judge is None else make(data, embedder, judge)
+    return make(data, embedder, **options)
 
 
 def _check_judged(suite: str) -> None:
@@ -107,24 +110,29 @@ def _check_judged(suite: str) -> None:
 
 
 async def run_cv(
-    suite: str, data: Path, embedder: Embedder, *, folds: int, seed: int, judge: str | None = None
-) -> SuiteReport:
+    suite: str, data: Path, embedder: Embedder, *, folds: int, seed: int,
+    judge: str | None = None, config: MemoryKernelConfig | None = None,
+) -> SuiteReport:  # fmt: skip
     """The suite's development report with the cross-validated figures beside it; with
     ``judge`` (``openai:<model>@<base_url>``; dedup, gate and ku), both read after the nightly
-    runs in which that judge answered."""
+    runs in which that judge answered; with ``config``, under that configuration (each
+    fold's fitted weights or threshold replace its own)."""
     if judge is not None:
         _check_judged(suite)
     async with judge_opened(judge) as chosen:
-        return await _run_cv(suite, data, embedder, folds=folds, seed=seed, judge=chosen)
+        return await _run_cv(
+            suite, data, embedder, folds=folds, seed=seed, judge=chosen, config=config
+        )
 
 
 async def _run_cv(
     suite: str, data: Path, embedder: Embedder, *, folds: int, seed: int,
-    judge: Judge | None = None,
+    judge: Judge | None = None, config: MemoryKernelConfig | None = None,
 ) -> SuiteReport:  # fmt: skip
-    setup = _setup(suite, data, embedder, judge)
+    options: dict[str, Any] = {"judge": judge, "config": config}
+    options = {k: v for k, v in options.items() if v is not None}
+    setup = _setup(suite, data, embedder, options)
     check_folds(folds, len(setup.rows))
-    options = {} if judge is None else {"judge": judge}
     async with eval_server():
         dev = await load_suite(suite)(data, embedder, **options)
         summary, table = await cross_validate(

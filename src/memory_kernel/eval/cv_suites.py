@@ -46,11 +46,12 @@ def grid_with_default(suite: str) -> tuple[str, list[float]]:
 
 
 def _gate(
-    data: Path, embedder: Embedder, judge: Judge | None = None
-) -> CvSetup[dict[str, Any], FittedGate]:
+    data: Path, embedder: Embedder, judge: Judge | None = None,
+    config: MemoryKernelConfig | None = None,
+) -> CvSetup[dict[str, Any], FittedGate]:  # fmt: skip
     rows = gate.load_rows(data)
     # With a judge, each held-out fold is judged after its replay.
-    model = LearnedGate(embedder, judge=judge)
+    model = LearnedGate(embedder, judge=judge, config=config)
     return CvSetup(rows, [str(r["label"]) for r in rows], model, "label (decision / noise)")
 
 
@@ -63,7 +64,10 @@ def _dedup_pair(pair: dedup.Pair) -> LabelledPair:
     return LabelledPair(pair.id, pair.a, pair.b, update, pair.same)
 
 
-def _dedup(data: Path, embedder: Embedder, judge: Judge | None = None) -> CvSetup[dedup.Pair, Any]:
+def _dedup(
+    data: Path, embedder: Embedder, judge: Judge | None = None,
+    config: MemoryKernelConfig | None = None,
+) -> CvSetup[dedup.Pair, Any]:  # fmt: skip
     kind, pairs = dedup.load_pairs(data)
 
     async def decide(chosen: Sequence[dedup.Pair], config: MemoryKernelConfig) -> list[bool]:
@@ -75,12 +79,15 @@ def _dedup(data: Path, embedder: Embedder, judge: Judge | None = None) -> CvSetu
     labels = ["same" if p.same else "apart" for p in pairs]
     if kind == "pairs":
         fit_rows, note = pair_fit(("duplicate",), data, embedder, _dedup_pair)
-        model = ScorerClassifier(rules, name="duplicate", fit_rows=fit_rows, note=note)
+        model = ScorerClassifier(
+            rules, name="duplicate", fit_rows=fit_rows, note=note, config=config
+        )
         return CvSetup(pairs, labels, model, "label (same / apart)")
     param, grid = grid_with_default("dedup")
     threshold_model = ThresholdClassifier(
         rules, param=param, grid=grid, objective=_merge_f1,
         objective_name=SWEEPS["dedup"].objective, objective_detail="merged vs same meaning",
+        config=config,
     )  # fmt: skip
     return CvSetup(pairs, labels, threshold_model, "label (same / apart)")
 
@@ -89,7 +96,9 @@ def _admission_row(row: admission.Row) -> tuple[str, bool]:
     return str(row["content"]), row["label"] == "admit"
 
 
-def _admission(data: Path, embedder: Embedder) -> CvSetup[admission.Row, Fitted]:
+def _admission(
+    data: Path, embedder: Embedder, config: MemoryKernelConfig | None = None
+) -> CvSetup[admission.Row, Fitted]:
     rows = admission.load_rows(data)
 
     async def decide(chosen: Sequence[admission.Row], config: MemoryKernelConfig) -> list[bool]:
@@ -98,7 +107,7 @@ def _admission(data: Path, embedder: Embedder) -> CvSetup[admission.Row, Fitted]
     rules = SuiteRules(decide=decide, score=admission.score, key=lambda row: str(row["id"]))
     labels = [str(r["label"]) for r in rows]
     fit_rows, note = admission_fit(data, _admission_row)
-    model = ScorerClassifier(rules, name="admission", fit_rows=fit_rows, note=note)
+    model = ScorerClassifier(rules, name="admission", fit_rows=fit_rows, note=note, config=config)
     return CvSetup(rows, labels, model, "label (admit / reject)")
 
 
@@ -107,7 +116,10 @@ def _ku_pair(pair: ku.KuPair) -> LabelledPair:
     return LabelledPair(pair.id, pair.old_fact, pair.new_fact, update, False, pair.topic)
 
 
-def _ku(data: Path, embedder: Embedder, judge: Judge | None = None) -> CvSetup[ku.KuPair, Fitted]:
+def _ku(
+    data: Path, embedder: Embedder, judge: Judge | None = None,
+    config: MemoryKernelConfig | None = None,
+) -> CvSetup[ku.KuPair, Fitted]:  # fmt: skip
     pairs = ku.load_pairs(data)
 
     async def decide(chosen: Sequence[ku.KuPair], config: MemoryKernelConfig) -> list[ku.Checked]:
@@ -119,7 +131,9 @@ def _ku(data: Path, embedder: Embedder, judge: Judge | None = None) -> CvSetup[k
     labels = [p.label for p in pairs]
     # Write time (the update scorer) and read time (the read scorer) are fitted together.
     fit_rows, note = pair_fit(("update", "read"), data, embedder, _ku_pair)
-    model = ScorerClassifier(rules, name="update and read", fit_rows=fit_rows, note=note)
+    model = ScorerClassifier(
+        rules, name="update and read", fit_rows=fit_rows, note=note, config=config
+    )
     return CvSetup(pairs, labels, model, "label (update / distinct)")
 
 

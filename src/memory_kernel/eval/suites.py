@@ -2,7 +2,8 @@
 
 Each function is ``async def run(data: Path, embedder: Embedder) -> SuiteReport``; a suite
 listed in ``SUITE_OPTIONS`` also takes those keyword options (``--budget``, ``--limit``,
-``--contexts``, ``--extractor``; ``--judge`` for dedup, gate and ku).
+``--contexts``, ``--extractor``; ``--judge`` for dedup, gate and ku; ``--config``, a
+``MemoryKernelConfig`` read from a file, for admission, dedup, gate and ku).
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ SUITES: dict[str, str] = {
 #: The command-line options a suite takes besides its data and embedder.
 SUITE_OPTIONS: dict[str, frozenset[str]] = {
     "conversations": frozenset({"budget", "limit", "contexts", "extractor"}),
-    "dedup": frozenset({"judge"}),
-    "gate": frozenset({"judge"}),
-    "ku": frozenset({"judge"}),
+    "admission": frozenset({"config"}),
+    "dedup": frozenset({"judge", "config"}),
+    "gate": frozenset({"judge", "config"}),
+    "ku": frozenset({"judge", "config"}),
 }
 #: The suites whose cross-validation runs each held-out fold through the kernel, so a
 #: judge (``--judge``) can answer there too.
