@@ -66,7 +66,7 @@ def run_eval(
     if "config" in given:  # a file, read (and refused if broken) before anything runs
         given["config"] = MemoryKernelConfig.from_file(str(given["config"]))
     # A judge and a configuration go into each fold; anything else is what a fold refits.
-    passed = {"config", *(["judge"] if suite in JUDGED_CV else [])}
+    passed = {"config", "judge"} if suite in JUDGED_CV else {"config"}
     refit = {k: v for k, v in given.items() if k not in passed}
     if folds is not None and refit:
         flags = ", ".join(f"--{o}" for o in sorted(refit))
