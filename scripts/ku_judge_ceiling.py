@@ -31,7 +31,7 @@ from memory_kernel.consolidation.checks import check_answer
 from memory_kernel.consolidation.judging import ConflictRequest
 from memory_kernel.eval.embedders import EMBEDDER_HELP, embedder_from_name
 from memory_kernel.eval.ku import KuPair, learn_pairs, load_pairs
-from memory_kernel.eval.nightly import consolidate_judged
+from memory_kernel.eval.nightly import JudgeLog, consolidate_judged
 from memory_kernel.eval.store import eval_kernel, eval_server
 from memory_kernel.judges.base import AdmissionRequest, Judge
 from memory_kernel.models.enums import FactStatus
@@ -95,7 +95,7 @@ async def _one(
 
         before = [await status(a, o.fact.id) for a, o in zip(agents, olds, strict=True)]
         for agent in dict.fromkeys(agents):
-            await consolidate_judged(kernel, agent, {})
+            await consolidate_judged(kernel, agent, JudgeLog())
         figures = Counter[str](judge.asked)
         for agent, pair, old, new, was in zip(agents, pairs, olds, news, before, strict=True):
             now = await status(agent, old.fact.id)

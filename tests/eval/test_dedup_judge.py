@@ -98,3 +98,24 @@ def test_an_unreadable_judge_is_refused_before_anything_runs(tmp_path: Path) -> 
     other = runner.invoke(app, ["eval", "stsb", "--data", str(data), "--judge", "openai:m@x"])
     assert other.exit_code != 0 and "--judge" in other.output
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_judge_that_merges_everything_merges_nothing_and_is_named(tmp_path: Path) -> None:
+    """Merging the restatement is right, merging the two facts of other people is not: the
+    check questions keep such a judge's answers out, and the report says so."""
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(p) + "\n" for p in PAIRS), encoding="utf-8")
+
+    def merge(request: Request) -> Reply:
+        facts = json.loads(request.json()["messages"][1]["content"])["facts"]
+        verdict = {"decision": "merge", "winner_id": facts[0]["fact_id"], "reason": "same"}
+        return chat_reply(json.dumps(verdict))
+
+    with serve(merge) as server:
+        result = _run(data, tmp_path / "j.json", "--judge", f"openai:yes@{server.url}/v1")
+        assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "j.json").read_text(encoding="utf-8"))
+    metrics = report["metrics"]
+    assert metrics["merged_by_consolidation"] == 0 and metrics["negatives_merged"] == 0
+    assert metrics["judge_fallbacks"] == metrics["judge_questions"] >= 1
+    assert any("1 of 2 check questions" in note for note in report["notes"]), report["notes"]

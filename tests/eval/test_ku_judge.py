@@ -97,3 +97,27 @@ def test_cross_validation_with_a_judge_answers_in_each_held_out_fold(tmp_path: P
         app, ["eval", "admission", "--data", str(data), "--judge", "openai:m@x"]
     )
     assert refused.exit_code != 0 and "--judge" in refused.output
+
+
+def test_a_judge_that_supersedes_everything_retires_no_look_alike_and_is_named(
+    tmp_path: Path,
+) -> None:
+    """Its answers pass every rail (the winner is a fact it was asked about); the check
+    questions keep them out, and the report says so."""
+    data = tmp_path / "ku.jsonl"
+    data.write_text("".join(json.dumps(p) + "\n" for p in PAIRS), encoding="utf-8")
+
+    def newest(request: Request) -> Reply:
+        facts = json.loads(request.json()["messages"][1]["content"])["facts"]
+        latest = max(facts, key=lambda f: datetime.fromisoformat(f["stated_at"]))
+        verdict = {"decision": "supersede", "winner_id": latest["fact_id"], "reason": "newer"}
+        return chat_reply(json.dumps(verdict))
+
+    with serve(newest) as server:
+        result = _run(data, tmp_path / "j.json", "--judge", f"openai:yes@{server.url}/v1")
+        assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "j.json").read_text(encoding="utf-8"))
+    metrics = report["metrics"]
+    assert metrics["judge_superseded"] == 0 and metrics["judge_questions"] >= 1
+    assert metrics["wrongly_superseded"] == 0 and metrics["shared_wrongly_superseded"] == 0
+    assert any("1 of 2 check questions" in note for note in report["notes"]), report["notes"]

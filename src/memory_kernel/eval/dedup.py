@@ -181,8 +181,9 @@ async def run(
     else:
         from memory_kernel.eval.dedup_judge import JUDGED_NOTE, decide_judged
 
-        outcomes, merges, asked = await decide_judged(pairs, embedder, judge, config=config)
-        notes.append(JUDGED_NOTE)
+        outcomes, merges, log = await decide_judged(pairs, embedder, judge, config=config)
+        asked = log.counts
+        notes += [JUDGED_NOTE, *log.notes()]
     metrics: Metrics = {**score(pairs, merges), **asked}
     errors = [
         {"id": p.id, "kind": p.kind, "label": int(p.same), "decision": o.action.value,

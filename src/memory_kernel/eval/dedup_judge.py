@@ -17,10 +17,9 @@ from collections.abc import Sequence
 
 from memory_kernel.config import MemoryKernelConfig
 from memory_kernel.errors import ConfigError
-from memory_kernel.eval._metrics import Metrics
 from memory_kernel.eval.dedup import Pair, learn_pairs, merged, pair_agent
 from memory_kernel.eval.kernel_api import LearnOutcome
-from memory_kernel.eval.nightly import judge_opened
+from memory_kernel.eval.nightly import JudgeLog, judge_opened
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.judges.base import Judge
 from memory_kernel.models.consolidation import AgentRunStatus, ConsolidationAction
@@ -37,7 +36,7 @@ JUDGED_NOTE = (
 async def decide_judged(
     pairs: Sequence[Pair], embedder: Embedder, judge: str | Judge, *,
     config: MemoryKernelConfig | None = None,
-) -> tuple[list[LearnOutcome], list[bool], Metrics]:  # fmt: skip
+) -> tuple[list[LearnOutcome], list[bool], JudgeLog]:  # fmt: skip
     """The outcomes of the b's, which pairs ended merged, and what the judge was asked
     (``judge``: ``openai:<model>@<base_url>``, or a judge object)."""
     async with (
@@ -46,8 +45,8 @@ async def decide_judged(
     ):
         outcomes = await learn_pairs(kernel, pairs, embedder)
         merges = merged(outcomes)
-        asked: Metrics = {"merged_by_learn": sum(merges), "merged_by_consolidation": 0,
-                          "judge_questions": 0, "judge_calls": 0, "judge_fallbacks": 0}  # fmt: skip
+        log = JudgeLog(["merged_by_learn", "merged_by_consolidation"])
+        log.add("merged_by_learn", sum(merges))
         for n, was_merged in enumerate(list(merges)):
             if was_merged:
                 continue
@@ -55,8 +54,6 @@ async def decide_judged(
             if run.status is not AgentRunStatus.DONE:
                 raise ConfigError(f"consolidating pair {pairs[n].id} failed: {run.error}")
             merges[n] = run.counts.get(ConsolidationAction.MERGED, 0) > 0
-            asked["merged_by_consolidation"] += merges[n]
-            asked["judge_questions"] += run.ambiguous
-            asked["judge_calls"] += run.judge_calls
-            asked["judge_fallbacks"] += run.counts.get(ConsolidationAction.JUDGE_FALLBACK, 0)
-    return outcomes, merges, asked
+            log.add("merged_by_consolidation", merges[n])
+            log.record(run)
+    return outcomes, merges, log

@@ -33,7 +33,7 @@ from memory_kernel.eval.kernel_api import (
     TurnOutcome,
     TurnResult,
 )
-from memory_kernel.eval.nightly import ASKED, consolidate_judged, judge_opened
+from memory_kernel.eval.nightly import JudgeLog, consolidate_judged, judge_opened
 from memory_kernel.eval.progress import progress
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
@@ -201,8 +201,7 @@ class _Replayed(NamedTuple):
     counters: str
     #: With a judge: what each row ended as after the nightly runs, and what it was asked.
     judged: list[GateDecision] | None = None
-    asked: Metrics | None = None
-    judge_errors: tuple[str, ...] = ()  # the nightly runs' errors, each once
+    log: JudgeLog | None = None
 
 
 async def _replay_both(
@@ -225,10 +224,9 @@ async def _replay_both(
         )
         if judge is None:
             return _Replayed(framed, content, counters)
-        asked: Metrics = dict.fromkeys([*ASKED, *_JUDGED], 0)
-        errors: dict[str, None] = {}
+        log = JudgeLog(_JUDGED)
         for agent in ("gate", "gate-content"):
-            errors |= dict.fromkeys(await consolidate_judged(kernel, agent, asked, _JUDGED))
+            await consolidate_judged(kernel, agent, log, _JUDGED)
         judged = [
             GateDecision(
                 await _recorded_in(kernel, "gate", row),
@@ -236,7 +234,7 @@ async def _replay_both(
             )
             for row in rows
         ]
-    return _Replayed(framed, content, counters, judged, asked, tuple(errors))
+    return _Replayed(framed, content, counters, judged, log)
 
 
 _JUDGED = {
@@ -285,7 +283,7 @@ async def run(
     main, alt = [recorded(r) for r in framed], [recorded(r) for r in content]
     notes = [f"rows {len(rows)}; each row replayed as one turn in its own session"]
     extra: Metrics = {}
-    if replayed.judged is not None and replayed.asked is not None:
+    if replayed.judged is not None and replayed.log is not None:
         before = score(rows, [GateDecision(f, c) for f, c in zip(main, alt, strict=True)])
         notes.append(
             "with a judge: each agent consolidated until the judge read layer 1's uncertain "
@@ -293,10 +291,10 @@ async def run(
             f"{before['content_noise_rate']}), missed {before['decisions_missed']} (content "
             f"only {before['content_decisions_missed']})"
         )
-        notes += [f"a nightly run: {error}" for error in replayed.judge_errors]
+        notes += replayed.log.notes()
         main = [d.framed for d in replayed.judged]
         alt = [d.content for d in replayed.judged]
-        extra = dict(replayed.asked)
+        extra = dict(replayed.log.counts)
     metrics = {**score(rows, [GateDecision(f, c) for f, c in zip(main, alt, strict=True)]), **extra}
     notes += [
         f"misclassified (frame as given): {', '.join(_wrong(rows, main)) or 'none'}",

@@ -49,7 +49,7 @@ from memory_kernel.eval.kernel_api import (
     LearnOutcome,
     MemoryKernel,
 )
-from memory_kernel.eval.nightly import ASKED, consolidate_judged, judge_opened
+from memory_kernel.eval.nightly import JudgeLog, consolidate_judged, judge_opened
 from memory_kernel.eval.report import SuiteReport
 from memory_kernel.eval.store import eval_kernel
 from memory_kernel.eval.targets import targets_for
@@ -195,29 +195,29 @@ async def _check(
     return checks
 
 
-async def _nightly(kernel: MemoryKernel, agents: Sequence[str], asked: Metrics | None) -> None:
-    """With a judge (``asked`` holds what it was asked), each agent's nightly runs."""
-    if asked is not None:
+async def _nightly(kernel: MemoryKernel, agents: Sequence[str], log: JudgeLog | None) -> None:
+    """With a judge (``log`` holds what it was asked), each agent's nightly runs."""
+    if log is not None:
         for agent in dict.fromkeys(agents):
-            await consolidate_judged(kernel, agent, asked, _JUDGED)
+            await consolidate_judged(kernel, agent, log, _JUDGED)
 
 
 async def _alone(
-    kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair], asked: Metrics | None = None
+    kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair], log: JudgeLog | None = None
 ) -> list[KuCheck]:
     agents = [f"ku-{n}" for n in range(len(pairs))]
     learned = await learn_pairs(kernel, clock, agents, pairs)
-    await _nightly(kernel, agents, asked)
+    await _nightly(kernel, agents, log)
     return await _check(kernel, agents, pairs, learned)
 
 
 async def _shared(
-    kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair], asked: Metrics | None = None
+    kernel: MemoryKernel, clock: FrozenClock, pairs: Sequence[KuPair], log: JudgeLog | None = None
 ) -> tuple[list[KuCheck], list[KuCheck], list[tuple[LearnOutcome, LearnOutcome]]]:
     """Every pair in one agent, read by ``facts.search`` and by the context's recall."""
     agents = [SHARED_AGENT] * len(pairs)
     learned = await learn_pairs(kernel, clock, agents, pairs)
-    await _nightly(kernel, agents, asked)
+    await _nightly(kernel, agents, log)
     searched = await _check(kernel, agents, pairs, learned)
     recalled = await _check(kernel, agents, pairs, learned, context=True)
     return searched, recalled, learned
@@ -237,10 +237,10 @@ async def decide_with_shared(
     mistaken for (cross-validation: the held-out pairs among all); with ``judge``, after
     the nightly runs in which it answered."""
     clock = FrozenClock()
-    asked: Metrics | None = None if judge is None else {}
+    log = None if judge is None else JudgeLog()
     async with eval_kernel(embedder, clock=clock, config=config, judge=judge) as kernel:
-        alone = await _alone(kernel, clock, chosen, asked)
-        searched, recalled, _ = await _shared(kernel, clock, every, asked)
+        alone = await _alone(kernel, clock, chosen, log)
+        searched, recalled, _ = await _shared(kernel, clock, every, log)
     by_id = {
         p.id: both for p, both in zip(every, zip(searched, recalled, strict=True), strict=True)
     }
@@ -317,17 +317,17 @@ async def run(
     if not pairs:
         raise ConfigError(f"no knowledge-update pairs in {data}")
     clock = FrozenClock()
-    asked: Metrics | None = None if judge is None else dict.fromkeys([*ASKED, *_JUDGED], 0)
+    log = None if judge is None else JudgeLog(_JUDGED)
     async with (
         judge_opened(judge) as chosen,
         eval_kernel(embedder, clock=clock, config=config, judge=chosen) as kernel,
     ):
-        alone = await _alone(kernel, clock, pairs, asked)
-        shared, recalled, learned = await _shared(kernel, clock, pairs, asked)
+        alone = await _alone(kernel, clock, pairs, log)
+        shared, recalled, learned = await _shared(kernel, clock, pairs, log)
         wrong = await _cross_retired(kernel, [(o.fact.id, n.fact.id) for o, n in learned])
     metrics = score_with_shared(pairs, list(zip(alone, shared, recalled, strict=True)))
     metrics["shared_retired_by_other_pair"] = wrong
-    metrics.update(asked or {})
+    metrics.update(log.counts if log else {})
     return SuiteReport(
         suite="ku",
         data=str(data),
@@ -344,7 +344,7 @@ async def run(
             "longer current after the new one was learned",
             "shared_*: every pair in one agent (old facts first, then new ones); "
             "shared_context_*: the same agent read by the context's recall (search_memory)",
-            *([] if judge is None else [JUDGED_NOTE]),
+            *([] if log is None else [JUDGED_NOTE, *log.notes()]),
         ],
         targets=targets_for("ku", metrics),
     )

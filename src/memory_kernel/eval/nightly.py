@@ -4,19 +4,23 @@ judge to read (each run asks ``judge_max_items`` at most)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 
 from memory_kernel.errors import ConfigError
 from memory_kernel.eval._metrics import Metrics
 from memory_kernel.eval.kernel_api import MemoryKernel
 from memory_kernel.judges.base import Judge
-from memory_kernel.models.consolidation import AgentRunStatus, ConsolidationAction
+from memory_kernel.models.consolidation import (
+    AgentConsolidation,
+    AgentRunStatus,
+    ConsolidationAction,
+)
 
-__all__ = ["ASKED", "consolidate_judged", "judge_opened"]
+__all__ = ["JudgeLog", "consolidate_judged", "judge_opened"]
 
 #: What every judged evaluation reports of its judge.
-ASKED = ("judge_questions", "judge_calls", "judge_fallbacks")
+_ASKED = ("judge_questions", "judge_calls", "judge_fallbacks")
 _RUNS = 1000
 
 
@@ -33,29 +37,45 @@ async def judge_opened(judge: str | Judge | None) -> AsyncIterator[Judge | None]
         yield chat
 
 
+class JudgeLog:
+    """What a judge was asked over an evaluation's nightly runs (``counts``: its questions,
+    calls and fallbacks, and any ``keys``) and the runs' errors, each once (a judge that
+    failed, timed out or missed a check question), for the report."""
+
+    def __init__(self, keys: Iterable[str] = ()) -> None:
+        self.counts: Metrics = dict.fromkeys([*_ASKED, *keys], 0)
+        self.errors: dict[str, None] = {}
+
+    def add(self, key: str, n: float) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def record(self, run: AgentConsolidation) -> None:
+        """The run's questions, calls and fallbacks, and its error."""
+        self.add("judge_questions", run.ambiguous)
+        self.add("judge_calls", run.judge_calls)
+        self.add("judge_fallbacks", run.counts.get(ConsolidationAction.JUDGE_FALLBACK, 0))
+        if run.error:
+            self.errors.setdefault(run.error)
+
+    def notes(self) -> list[str]:
+        return [f"a nightly run: {error}" for error in self.errors]
+
+
 async def consolidate_judged(
     kernel: MemoryKernel,
     agent: str,
-    asked: Metrics,
+    log: JudgeLog,
     counted: Mapping[str, ConsolidationAction] | None = None,
-) -> list[str]:
+) -> None:
     """Consolidate ``agent`` run after run until no question of a run got an answer (none
-    left, or a judge that only fails: its questions would come back every run). ``asked``
-    adds up :data:`ASKED` and, per key of ``counted``, that action's count. Returns the
-    runs' errors, each once (a judge that failed, timed out or missed a check question)."""
-    errors: dict[str, None] = {}
+    left, or a judge that only fails: its questions would come back every run), each run
+    recorded in ``log`` with, per key of ``counted``, that action's count."""
     for _ in range(_RUNS):
         (run,) = (await kernel.consolidate(agent)).agents
         if run.status is not AgentRunStatus.DONE:
             raise ConfigError(f"consolidating {agent} failed: {run.error}")
-        if run.error:
-            errors.setdefault(run.error)
-        fallbacks = run.counts.get(ConsolidationAction.JUDGE_FALLBACK, 0)
-        asked["judge_questions"] = asked.get("judge_questions", 0) + run.ambiguous
-        asked["judge_calls"] = asked.get("judge_calls", 0) + run.judge_calls
-        asked["judge_fallbacks"] = asked.get("judge_fallbacks", 0) + fallbacks
+        log.record(run)
         for key, action in (counted or {}).items():
-            asked[key] = asked.get(key, 0) + run.counts.get(action, 0)
-        if run.ambiguous <= fallbacks:
-            break
-    return list(errors)
+            log.add(key, run.counts.get(action, 0))
+        if run.ambiguous <= run.counts.get(ConsolidationAction.JUDGE_FALLBACK, 0):
+            return
