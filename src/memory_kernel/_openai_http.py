@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS", "HTTPBacked", "OpenAICompatibleHTTP", "ResponseFormat", "chat_content",
-    "chat_payload", "checked_chat_options", "cut_note",
+    "chat_payload", "checked_chat_options", "checked_max_tokens", "cut_note",
 ]  # fmt: skip
 
 _SNIPPET = 200
@@ -35,6 +35,13 @@ ResponseFormat = Literal["json_schema", "json_object", "none"]
 FORMATS: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "none")
 
 
+def checked_max_tokens(client: str, max_tokens: int | None) -> int | None:
+    """A chat client's cap on its answer (``None``: none), or a ``ConfigError``."""
+    if max_tokens is not None and max_tokens < 1:
+        raise ConfigError(f"{client} needs max_tokens >= 1; got {max_tokens}")
+    return max_tokens
+
+
 def checked_chat_options(
     client: str, response_format: str, max_tokens: int | None
 ) -> tuple[ResponseFormat, int | None]:
@@ -42,9 +49,7 @@ def checked_chat_options(
     chosen = next((f for f in FORMATS if f == response_format), None)
     if chosen is None:
         raise ConfigError(f"{client}: unknown response_format {response_format!r}")
-    if max_tokens is not None and max_tokens < 1:
-        raise ConfigError(f"{client} needs max_tokens >= 1; got {max_tokens}")
-    return chosen, max_tokens
+    return chosen, checked_max_tokens(client, max_tokens)
 
 
 def chat_payload(

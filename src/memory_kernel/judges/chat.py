@@ -150,10 +150,11 @@ class ChatJudge(HTTPBacked):
         return list(await asyncio.gather(*(one(p) for p in prompts)))
 
     async def _chat(self, system: str, prompt: str, schema: type[M]) -> bytes:
+        # The schema is built only when it is sent (not for every item of every batch).
+        shape = schema.model_json_schema() if self._format == "json_schema" else {}
         payload = chat_payload(
             self._model, self._temperature, system, prompt, max_tokens=self._max_tokens,
-            response_format=self._format,
-            schema=(schema.__name__, schema.model_json_schema(), False),
+            response_format=self._format, schema=(schema.__name__, shape, False),
         )  # fmt: skip
         return await self._http.post(payload, label=f"judge {self.name!r}")
 

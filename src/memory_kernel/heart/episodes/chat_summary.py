@@ -18,7 +18,7 @@ from memory_kernel._openai_http import (
     OpenAICompatibleHTTP,
     chat_content,
     chat_payload,
-    checked_chat_options,
+    checked_max_tokens,
 )
 from memory_kernel.errors import ConfigError, SummariserError
 from memory_kernel.heart.extraction.chat import extraction_prompt
@@ -63,7 +63,7 @@ class ChatSummariser(HTTPBacked):
     ) -> None:
         if max_turn_chars < 1:
             raise ConfigError(f"ChatSummariser needs max_turn_chars >= 1; got {max_turn_chars}")
-        _, self._max_tokens = checked_chat_options("ChatSummariser", "none", max_tokens)
+        self._max_tokens = checked_max_tokens("ChatSummariser", max_tokens)
         self._http = OpenAICompatibleHTTP(
             base_url, "/chat/completions", api_key=api_key, timeout=timeout,
             max_retries=max_retries, backoff=_BACKOFF, error=SummariserError,
